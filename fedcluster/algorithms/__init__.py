@@ -1,0 +1,9 @@
+"""Algorithms (conf/algorithm/*.yaml): each decides assignment, selection, local objective
+and aggregation; the shared round loop lives in fedcluster.runner."""
+from .base import Algorithm, Federation, RoundPlan
+from .fedavg import FedAvg, FedProx
+from .fedsoft import FedSoft
+from .ifca import IFCA
+from .local_only import LocalOnly
+
+__all__ = ["Algorithm", "Federation", "RoundPlan", "FedAvg", "FedProx", "FedSoft", "IFCA", "LocalOnly"]

@@ -1,0 +1,107 @@
+"""What an algorithm decides; the round loop (fedcluster.runner) does everything else.
+
+Each round the loop asks `plan(t)` which clients train, from which parameters and on
+which proximal objective; it trains them (batched or sequential engine) and hands the
+results to `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
+on every distribution's test set and `local_models()` on every client's data."""
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from ..data import FederatedData
+from ..engine.evaluate import losses_on_clients
+from ..models.stacked import Stack, init_stack
+from ..rng import derived_seed, generator
+
+
+@dataclass
+class RoundPlan:
+    clients: torch.Tensor                  # [M] indices of the clients that train this round
+    start: Stack                           # [M] their starting parameters
+    refs: Optional[Stack] = None           # [R] proximal reference models
+    coeffs: Optional[torch.Tensor] = None  # [M, R] proximal coefficients
+
+
+@dataclass
+class Federation:
+    """What algorithms may use: the clients' data, the model, and the run's random streams."""
+    data: FederatedData
+    model: torch.nn.Module
+    build_model: Callable[[], torch.nn.Module]
+    seed: int
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def num_clients(self) -> int:
+        return self.data.num_clients
+
+    @property
+    def sizes(self) -> torch.Tensor:
+        """n_k, the number of training samples of each client."""
+        return self.data.train.n.to(self.device)
+
+    def init_models(self, count: int, purpose: str) -> Stack:
+        return init_stack(self.build_model, count, derived_seed(self.seed, purpose), self.device, self.dtype)
+
+    def generator(self, purpose: str, *keys: int) -> torch.Generator:
+        return generator(self.seed, purpose, *keys)
+
+    def train_losses(self, models: Stack) -> torch.Tensor:
+        """Per-sample loss of each model on each client's training data: [K, N, Nmax] (padding = +inf)."""
+        tr = self.data.train
+        losses = losses_on_clients(self.model, self.data.task, models, tr.x, tr.y)
+        return losses.masked_fill(~tr.mask.unsqueeze(0), float("inf"))
+
+    def mean_train_losses(self, models: Stack) -> torch.Tensor:
+        """Mean loss of each model on each client's training data: [N, K]."""
+        losses = self.train_losses(models).masked_fill(~self.data.train.mask.unsqueeze(0), 0.0)
+        return (losses.sum(2) / self.sizes.to(losses.dtype)).T
+
+    def sample_clients(self, fraction: float, t: int) -> torch.Tensor:
+        """A random subset of round(fraction * N) clients (all when fraction = 1)."""
+        N = self.num_clients
+        m = max(1, round(fraction * N))
+        if m >= N:
+            return torch.arange(N, device=self.device)
+        return torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values.to(self.device)
+
+
+class Algorithm:
+    name = "algorithm"
+    keep_client_state = False   # True: each client's optimizer state persists across rounds
+
+    def setup(self, fed: Federation) -> None:
+        raise NotImplementedError
+
+    def plan(self, t: int, fed: Federation) -> RoundPlan:
+        raise NotImplementedError
+
+    def aggregate(self, t: int, plan: RoundPlan, trained: Stack, fed: Federation) -> None:
+        raise NotImplementedError
+
+    def cluster_models(self) -> Optional[Stack]:
+        """[K] models meant to serve whole distributions (None if the method has none)."""
+        return None
+
+    def local_models(self, fed: Federation) -> Stack:
+        """[N] each client's own (personalized) model."""
+        raise NotImplementedError
+
+    def assignment_weights(self) -> Optional[torch.Tensor]:
+        """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""
+        return None
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if isinstance(v, (torch.Tensor, dict)) and not k.startswith("_")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+
+def weighted_mean_rows(stack: Stack, index: torch.Tensor, weights: torch.Tensor) -> Stack:
+    """sum_i weights[i] * stack[index[i]] / sum(weights), as a single-row stack."""
+    w = (weights / weights.sum()).to(next(iter(stack.values())).dtype)
+    return {k: torch.einsum("m,m...->...", w, v[index]).unsqueeze(0) for k, v in stack.items()}

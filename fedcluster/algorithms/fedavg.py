@@ -1,0 +1,52 @@
+"""FedAvg (McMahan et al. 2017) and FedProx (Li et al. 2020): one global model."""
+import torch
+
+from ..errors import ConfigError
+from ..models.stacked import repeat
+from .base import Algorithm, RoundPlan, weighted_mean_rows
+
+
+class FedAvg(Algorithm):
+    """Participating clients train from the global model; the global model becomes their
+    n_k-weighted average. Every client's local model is the global model."""
+    name = "fedavg"
+    num_clusters = 1
+
+    def __init__(self, client_fraction: float = 1.0):
+        if not 0 < client_fraction <= 1:
+            raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
+        self.client_fraction = client_fraction
+
+    def setup(self, fed):
+        self.global_model = fed.init_models(1, "centers")
+
+    def plan(self, t, fed):
+        clients = fed.sample_clients(self.client_fraction, t)
+        return RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)))
+
+    def aggregate(self, t, plan, trained, fed):
+        self.global_model = weighted_mean_rows(trained, torch.arange(len(plan.clients), device=fed.device),
+                                               fed.sizes[plan.clients].double())
+
+    def cluster_models(self):
+        return self.global_model
+
+    def local_models(self, fed):
+        return repeat(self.global_model, torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device))
+
+
+class FedProx(FedAvg):
+    """FedAvg with the proximal term mu/2 ||w - w_global||^2 in every local objective."""
+    name = "fedprox"
+
+    def __init__(self, mu: float = 0.01, client_fraction: float = 1.0):
+        super().__init__(client_fraction)
+        if mu < 0:
+            raise ConfigError(f"algorithm.mu={mu} must be >= 0")
+        self.mu = mu
+
+    def plan(self, t, fed):
+        plan = super().plan(t, fed)
+        plan.refs = self.global_model
+        plan.coeffs = torch.full((len(plan.clients), 1), self.mu, dtype=fed.dtype, device=fed.device)
+        return plan

@@ -1,0 +1,83 @@
+"""FedSoft (Ruan & Joe-Wong, AAAI 2022), Algorithm 1."""
+import torch
+
+from ..errors import ConfigError
+from ..models.stacked import repeat
+from .base import Algorithm, Federation, RoundPlan
+
+
+def importance_weights(per_sample_losses: torch.Tensor, sizes: torch.Tensor, smoother: float) -> torch.Tensor:
+    """Alg. 1 lines 5-11: each sample counts for the center with the smallest loss on it;
+    u_ks = max(n_ks / n_k, sigma). per_sample_losses: [S, N, Nmax] with padding = +inf."""
+    S = per_sample_losses.shape[0]
+    best = per_sample_losses.argmin(0)                               # [N, Nmax]
+    valid = torch.isfinite(per_sample_losses[0])
+    counts = torch.stack([((best == s) & valid).sum(1) for s in range(S)], dim=1)   # [N, S]
+    return torch.clamp(counts.to(torch.float64) / sizes[:, None].double(), min=smoother)
+
+
+def selection_probabilities(u: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Eq. (6): v_sk = u_ks n_k / sum_k' u_k's n_k'. Returned as [N, S]; column s sums to 1.
+
+    The denominator runs over all clients, as in the authors' code (servers.py), since
+    Sel_s is what is being drawn with these probabilities."""
+    mass = u * sizes[:, None].double()
+    return mass / mass.sum(0, keepdim=True)
+
+
+class FedSoft(Algorithm):
+    """Soft clustering with proximal local updates.
+
+    Personalized local models w_k (and their optimizer state) persist per client across
+    rounds and are never reset to a center: the authors' code (clients.py) keeps each
+    client's model and optimizer for the whole run, and we follow it."""
+    name = "fedsoft"
+    keep_client_state = True
+
+    def __init__(self, num_clusters: int = 2, lam: float = 1.0, tau: int = 2, selection_size: int = 60,
+                 smoother: float = 1e-4):
+        if tau < 1:
+            raise ConfigError(f"algorithm.tau={tau} must be >= 1")
+        if not 0 < smoother < 1:
+            raise ConfigError(f"algorithm.smoother={smoother} must be in (0, 1)")
+        if lam < 0:
+            raise ConfigError(f"algorithm.lam={lam} must be >= 0")
+        self.num_clusters, self.lam, self.tau = num_clusters, lam, tau
+        self.selection_size, self.smoother = selection_size, smoother
+
+    def setup(self, fed: Federation) -> None:
+        if self.selection_size > fed.num_clients or self.selection_size < 1:
+            raise ConfigError(f"algorithm.selection_size={self.selection_size} must be between 1 and the "
+                              f"number of clients ({fed.num_clients})")
+        self.centers = fed.init_models(self.num_clusters, "centers")
+        # The authors build one initial client model and copy it to every client.
+        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.u = torch.full((fed.num_clients, self.num_clusters), 1.0 / self.num_clusters,
+                            dtype=torch.float64, device=fed.device)
+        self.selection = torch.zeros(self.num_clusters, self.selection_size, dtype=torch.long)
+
+    def plan(self, t, fed):
+        if t % self.tau == 0:
+            self.u = importance_weights(fed.train_losses(self.centers), fed.sizes, self.smoother)
+        v = selection_probabilities(self.u, fed.sizes)
+        self.selection = torch.stack([
+            torch.multinomial(v[:, s].cpu(), self.selection_size, replacement=False, generator=fed.generator("select", t, s))
+            for s in range(self.num_clusters)])
+        union = torch.unique(self.selection).to(fed.device)
+        coeffs = (self.lam * self.u[union]).to(fed.dtype)
+        return RoundPlan(union, repeat(self.local, union), refs=self.centers, coeffs=coeffs)
+
+    def aggregate(self, t, plan, trained, fed):
+        for k in self.local:
+            self.local[k][plan.clients] = trained[k]
+        # Alg. 1 line 18: c_s = (1/K) sum_{k in Sel_s} w_k.
+        self.centers = {k: v[self.selection.to(v.device)].mean(1) for k, v in self.local.items()}
+
+    def cluster_models(self):
+        return self.centers
+
+    def local_models(self, fed):
+        return self.local
+
+    def assignment_weights(self):
+        return self.u

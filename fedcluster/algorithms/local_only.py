@@ -1,0 +1,27 @@
+"""Local-only training: every client trains its own model, nothing is shared."""
+import torch
+
+from ..models.stacked import repeat
+from .base import Algorithm, RoundPlan
+
+
+class LocalOnly(Algorithm):
+    """Each client keeps its own model (and optimizer state) and trains it every round on its
+    own data. All clients start from the same initial model. No cluster models."""
+    name = "local"
+    keep_client_state = True
+    num_clusters = 0
+
+    def setup(self, fed):
+        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+
+    def plan(self, t, fed):
+        clients = torch.arange(fed.num_clients, device=fed.device)
+        return RoundPlan(clients, repeat(self.local, clients))
+
+    def aggregate(self, t, plan, trained, fed):
+        for k in self.local:
+            self.local[k][plan.clients] = trained[k]
+
+    def local_models(self, fed):
+        return self.local

@@ -1,0 +1,100 @@
+"""Client data as padded, stacked tensors that stay resident on the device."""
+from dataclasses import dataclass, fields
+from typing import List, Tuple
+
+import torch
+
+from ..partitions import PartitionPlan
+from ..rng import generator
+
+
+@dataclass
+class ClientSplit:
+    """Samples of all clients, padded to the largest client: row k holds client k's n[k] samples."""
+    x: torch.Tensor        # [N, Nmax, *in_shape]
+    y: torch.Tensor        # [N, Nmax]
+    source: torch.Tensor   # [N, Nmax] distribution of each sample (-1 = padding)
+    n: torch.Tensor        # [N]
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.source >= 0
+
+    def to(self, device, dtype):
+        return ClientSplit(self.x.to(device, dtype), self.y.to(device, dtype if self.y.is_floating_point() else None),
+                           self.source.to(device), self.n.to(device))
+
+
+@dataclass
+class FederatedData:
+    task: str
+    num_classes: int
+    in_shape: Tuple[int, ...]
+    distribution_names: List[str]
+    train: ClientSplit
+    local_test: ClientSplit
+    source_test: List[Tuple[torch.Tensor, torch.Tensor]]   # held-out test set of each distribution
+    mixture: torch.Tensor                                  # [N, S] ground truth
+
+    @property
+    def num_clients(self) -> int:
+        return self.train.n.shape[0]
+
+    @property
+    def num_distributions(self) -> int:
+        return len(self.distribution_names)
+
+    def dominant_distribution(self) -> torch.Tensor:
+        return self.mixture.argmax(1)
+
+    def to(self, device, dtype):
+        cast = lambda y: y.to(device, dtype if y.is_floating_point() else None)
+        return FederatedData(self.task, self.num_classes, self.in_shape, self.distribution_names,
+                             self.train.to(device, dtype), self.local_test.to(device, dtype),
+                             [(x.to(device, dtype), cast(y)) for x, y in self.source_test],
+                             self.mixture.to(device))
+
+
+def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], in_shape) -> ClientSplit:
+    n = torch.tensor([len(y) for _, y, _ in per_client])
+    width = max(int(n.max()), 1)
+    x = torch.zeros(len(per_client), width, *in_shape)
+    y = torch.zeros(len(per_client), width, dtype=per_client[0][1].dtype)
+    src = torch.full((len(per_client), width), -1, dtype=torch.long)
+    for k, (xk, yk, sk) in enumerate(per_client):
+        x[k, : len(yk)], y[k, : len(yk)], src[k, : len(yk)] = xk, yk, sk
+    return ClientSplit(x, y, src, n)
+
+
+def build_federated_data(source, plan: PartitionPlan, seed: int) -> FederatedData:
+    """Draw each client's train and local-test samples from the source distributions.
+
+    Local test samples come from the training pool too (disjoint from every client's
+    training data); each distribution's own test set comes from the source's test split."""
+    S = len(source.distribution_names)
+    N = plan.train_counts.shape[0]
+    train_parts = [[] for _ in range(N)]
+    test_parts = [[] for _ in range(N)]
+    for s in range(S):
+        need_train, need_test = plan.train_counts[:, s], plan.test_counts[:, s]
+        x, y = source.sample("train", s, int(need_train.sum() + need_test.sum()), generator(seed, "draw-train", s))
+        offset = 0
+        for k in range(N):
+            for parts, count in ((train_parts, int(need_train[k])), (test_parts, int(need_test[k]))):
+                parts[k].append((x[offset: offset + count], y[offset: offset + count],
+                                 torch.full((count,), s, dtype=torch.long)))
+                offset += count
+
+    def merge(parts, purpose):
+        merged = []
+        for k, chunks in enumerate(parts):
+            xs, ys, ss = (torch.cat(c) for c in zip(*chunks))
+            order = torch.randperm(len(ys), generator=generator(seed, purpose, k))
+            merged.append((xs[order], ys[order], ss[order]))
+        return merged
+
+    source_test = [source.sample("test", s, None, generator(seed, "draw-test", s)) for s in range(S)]
+    return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),
+                         _stack(merge(train_parts, "order-train"), source.in_shape),
+                         _stack(merge(test_parts, "order-test"), source.in_shape),
+                         source_test, plan.mixture)

@@ -1,0 +1,123 @@
+"""Readers of image data sets in their standard on-disk layouts, into uint8 tensors.
+
+Each returns (train_x [N,C,H,W] uint8, train_y [N] long, test_x, test_y). Files are looked
+for in the torchvision layout under `root` (e.g. root/FashionMNIST/raw/...), gzipped or not;
+Fashion-MNIST also in Debian's flat folder. With download=True a missing set is fetched
+through torchvision (needs internet); otherwise the error says how to get it."""
+import gzip
+import pickle
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from ..errors import DataNotFoundError
+
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+Arrays = Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """IDX file (LeCun's MNIST format), optionally gzipped."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if data[0] != 0 or data[1] != 0 or data[2] != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file (magic {data[:4].hex()})")
+    ndim = data[3]
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def _find(folders: List[Path], name: str) -> Optional[Path]:
+    for folder in folders:
+        for candidate in (folder / name, folder / (name + ".gz")):
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, download: Optional[Callable]) -> Arrays:
+    names = [f"{prefix}train-images-idx3-ubyte", f"{prefix}train-labels-idx1-ubyte",
+             f"{prefix}t10k-images-idx3-ubyte", f"{prefix}t10k-labels-idx1-ubyte"]
+    if prefix.startswith("emnist"):
+        names = [n.replace("t10k", "test") for n in names]
+    paths = [_find(folders, n) for n in names]
+    if any(p is None for p in paths) and download is not None:
+        download()
+        paths = [_find(folders, n) for n in names]
+    missing = [n for n, p in zip(names, paths) if p is None]
+    if missing:
+        raise DataNotFoundError(f"{dataset}: {missing[0]} not found in {', '.join(map(str, folders))}; {how_to_get}")
+    tx, ty, vx, vy = (read_idx(p) for p in paths)
+    as_images = lambda a: torch.from_numpy(a.copy()).unsqueeze(1)
+    return as_images(tx), torch.from_numpy(ty.astype(np.int64)), as_images(vx), torch.from_numpy(vy.astype(np.int64))
+
+
+def _torchvision_download(cls_name: str, root: Path, **kwargs) -> Callable:
+    def fetch():
+        import torchvision.datasets as tvd
+        for train in (True, False):
+            getattr(tvd, cls_name)(str(root), train=train, download=True, **kwargs)
+    return fetch
+
+
+def fashion_mnist(root: Path, download: bool = False) -> Arrays:
+    how = ("install it with `apt-get install -y dataset-fashion-mnist` (Debian; files land in "
+           f"{DEBIAN_FASHION_MNIST}), or put the torchvision layout under dataset.root, or set dataset.download=true when online")
+    folders = [root / "FashionMNIST" / "raw", root, DEBIAN_FASHION_MNIST]
+    return _idx_set(folders, "", "Fashion-MNIST", how, _torchvision_download("FashionMNIST", root) if download else None)
+
+
+def mnist(root: Path, download: bool = False) -> Arrays:
+    how = "put the torchvision layout (MNIST/raw/*-ubyte[.gz]) under dataset.root, or set dataset.download=true when online"
+    return _idx_set([root / "MNIST" / "raw", root], "", "MNIST", how, _torchvision_download("MNIST", root) if download else None)
+
+
+def emnist(root: Path, split: str = "byclass", download: bool = False) -> Arrays:
+    """EMNIST; its raw images are stored transposed, so they are turned upright here."""
+    how = (f"put the torchvision layout (EMNIST/raw/emnist-{split}-*-ubyte[.gz]) under dataset.root, "
+           "or set dataset.download=true when online")
+    fetch = _torchvision_download("EMNIST", root, split=split) if download else None
+    tx, ty, vx, vy = _idx_set([root / "EMNIST" / "raw", root], f"emnist-{split}-", "EMNIST", how, fetch)
+    return tx.transpose(-1, -2).contiguous(), ty, vx.transpose(-1, -2).contiguous(), vy
+
+
+def cifar10(root: Path, download: bool = False) -> Arrays:
+    folder = root / "cifar-10-batches-py"
+    files = [folder / f"data_batch_{i}" for i in range(1, 6)] + [folder / "test_batch"]
+    if not all(f.exists() for f in files) and download:
+        _torchvision_download("CIFAR10", root)()
+    missing = [f for f in files if not f.exists()]
+    if missing:
+        raise DataNotFoundError(f"CIFAR-10: {missing[0]} not found; put the torchvision layout "
+                                "(cifar-10-batches-py/) under dataset.root, or set dataset.download=true when online")
+
+    def load(paths):
+        xs, ys = [], []
+        for p in paths:
+            with open(p, "rb") as f:
+                batch = pickle.load(f, encoding="bytes")
+            xs.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+            ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
+        return torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys))
+
+    return (*load(files[:5]), *load(files[5:]))
+
+
+def sklearn_digits(root: Path = None, download: bool = False, test_fraction: float = 0.25) -> Arrays:
+    """sklearn's bundled 8x8 digits, scaled from 0..16 to 0..255, split by a fixed permutation."""
+    from sklearn.datasets import load_digits
+    d = load_digits()
+    x = torch.from_numpy(np.round(d.images * (255 / 16)).astype(np.uint8)).unsqueeze(1)
+    y = torch.from_numpy(d.target.astype(np.int64))
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
+    cut = int(len(y) * (1 - test_fraction))
+    return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
+
+
+READERS: Dict[str, Callable] = {
+    "fashion_mnist": fashion_mnist, "mnist": mnist, "emnist": emnist,
+    "cifar10": cifar10, "digits": sklearn_digits,
+}

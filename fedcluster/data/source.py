@@ -1,0 +1,17 @@
+"""What every data source offers: S distributions to draw samples from."""
+from typing import List, Protocol, Tuple
+
+import torch
+
+
+class Source(Protocol):
+    task: str                      # "regression" or "classification"
+    num_classes: int               # 0 for regression
+    in_shape: Tuple[int, ...]
+    distribution_names: List[str]
+
+    def sample(self, split: str, distribution: int, n: int, g: torch.Generator) -> Tuple[torch.Tensor, torch.Tensor]:
+        """n samples of `distribution` from `split` ('train' or 'test'). Called once per
+        (split, distribution) per run, so sources that hold finite data return disjoint samples.
+        n=None asks for every sample available."""
+        ...

@@ -1,0 +1,1 @@
+"""Local training and evaluation over stacked per-client parameters."""

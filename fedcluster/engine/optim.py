@@ -1,0 +1,96 @@
+"""Optimizers written for stacked state: row m of every tensor belongs to client m.
+
+`update` takes an `active` mask [M]; inactive rows (a client that has run out of
+batches this epoch) keep their parameters and state unchanged. With M=1 the same code is
+the per-client optimizer of the sequential engine, so both engines do identical math.
+The update rules follow torch.optim.SGD / torch.optim.Adam (no amsgrad, no decoupled decay)."""
+from typing import Dict
+
+import torch
+
+from ..errors import ConfigError
+
+State = Dict[str, object]
+
+
+def _keep(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)
+
+
+class SGD:
+    def __init__(self, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
+        if lr <= 0:
+            raise ConfigError(f"train.lr={lr} must be > 0")
+        self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
+
+    def init(self, params) -> State:
+        return {"buf": {k: torch.zeros_like(v) for k, v in params.items()}}
+
+    def update(self, params, grads, state, active):
+        new_params, new_buf = {}, {}
+        for k, p in params.items():
+            g = grads[k] + self.weight_decay * p if self.weight_decay else grads[k]
+            if self.momentum:
+                b = self.momentum * state["buf"][k] + g
+                new_buf[k] = _keep(active, b, state["buf"][k])
+                g = b
+            else:
+                new_buf[k] = state["buf"][k]
+            new_params[k] = _keep(active, p - self.lr * g, p)
+        return new_params, {"buf": new_buf}
+
+
+class Adam:
+    def __init__(self, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0):
+        if lr <= 0:
+            raise ConfigError(f"train.lr={lr} must be > 0")
+        self.lr, (self.b1, self.b2), self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
+
+    def init(self, params) -> State:
+        any_p = next(iter(params.values()))
+        return {"step": torch.zeros(any_p.shape[0], device=any_p.device, dtype=any_p.dtype),
+                "m": {k: torch.zeros_like(v) for k, v in params.items()},
+                "v": {k: torch.zeros_like(v) for k, v in params.items()}}
+
+    def update(self, params, grads, state, active):
+        step = state["step"] + active.to(state["step"].dtype)
+        bc1 = 1 - self.b1 ** step.clamp_min(1)
+        bc2 = 1 - self.b2 ** step.clamp_min(1)
+        new_params, new_m, new_v = {}, {}, {}
+        for k, p in params.items():
+            g = grads[k] + self.weight_decay * p if self.weight_decay else grads[k]
+            m = self.b1 * state["m"][k] + (1 - self.b1) * g
+            v = self.b2 * state["v"][k] + (1 - self.b2) * g * g
+            shape = (-1,) + (1,) * (p.dim() - 1)
+            denom = (v.sqrt() / bc2.sqrt().view(shape)) + self.eps
+            new = p - (self.lr / bc1).view(shape) * m / denom
+            new_params[k] = _keep(active, new, p)
+            new_m[k] = _keep(active, m, state["m"][k])
+            new_v[k] = _keep(active, v, state["v"][k])
+        return new_params, {"step": step, "m": new_m, "v": new_v}
+
+
+OPTIMIZERS = {"sgd": SGD, "adam": Adam}
+
+
+def build_optimizer(name: str, **kw):
+    if name not in OPTIMIZERS:
+        raise ConfigError(f"train.optimizer={name!r} is unknown; allowed: {sorted(OPTIMIZERS)}")
+    if name == "sgd":
+        kw.pop("betas", None)
+    return OPTIMIZERS[name](**kw)
+
+
+def take_state(state, index):
+    """Rows `index` of an optimizer state (nested dicts of stacked tensors)."""
+    if isinstance(state, dict):
+        return {k: take_state(v, index) for k, v in state.items()}
+    return state[index].clone()
+
+
+def put_state(state, index, rows):
+    if isinstance(state, dict):
+        for k in state:
+            put_state(state[k], index, rows[k]) if isinstance(state[k], dict) else state[k].__setitem__(index, rows[k])
+    else:
+        state[index] = rows

@@ -1,0 +1,67 @@
+"""Per-round evaluation: cluster models on each distribution's held-out test set, local
+models on each client's held-out local test split and (labelled separately) on its training
+split, and the clustering's agreement with the ground truth."""
+from typing import List
+
+import numpy as np
+import torch
+
+from .algorithms.base import Algorithm, Federation
+from .engine.evaluate import outputs_on_shared, outputs_paired
+from .engine.losses import per_sample_loss
+from .metrics import ari, model_metrics
+
+
+def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool) -> List[dict]:
+    data, rows = fed.data, []
+    task, C = data.task, data.num_classes
+
+    def add(model, index, eval_set, metrics):
+        for metric, values in metrics.items():
+            for i, v in zip(index, values.tolist()):
+                rows.append({"round": t, "model": model, "model_index": int(i), "eval_set": eval_set,
+                             "metric": metric, "value": float(v)})
+
+    centers = alg.cluster_models()
+    if centers is not None:
+        K = next(iter(centers.values())).shape[0]
+        for d, (x, y) in enumerate(data.source_test):
+            out = outputs_on_shared(fed.model, centers, x)
+            mask = torch.ones(K, len(y), dtype=torch.bool, device=y.device)
+            metrics = model_metrics(task, out, y.expand(K, -1), mask, C)
+            if task != "regression":   # test loss, used for center <-> distribution matching
+                metrics["loss"] = torch.stack([per_sample_loss(task, o, y).mean() for o in out])
+            add("center", range(K), data.distribution_names[d], metrics)
+
+    local = alg.local_models(fed)
+    for eval_set, split in (("local_test", data.local_test), ("local_train", data.train)):
+        out = outputs_paired(fed.model, local, split.x, batched)
+        add("local", range(data.num_clients), eval_set, model_metrics(task, out, split.y, split.mask, C))
+
+    weights = alg.assignment_weights()
+    if weights is not None and weights.shape[1] > 1:
+        assigned = weights.argmax(1).cpu().numpy()
+        truth = data.dominant_distribution().cpu().numpy()
+        rows.append({"round": t, "model": "assignment", "model_index": -1, "eval_set": "local_train",
+                     "metric": "ari", "value": ari(truth, assigned)})
+    return rows
+
+
+def assignment_rows(t: int, alg: Algorithm) -> List[dict]:
+    weights = alg.assignment_weights()
+    if weights is None:
+        return []
+    w = weights.detach().cpu().numpy()
+    return [{"round": t, "client": int(k), "cluster": int(s), "weight": float(w[k, s])}
+            for k in range(w.shape[0]) for s in range(w.shape[1])]
+
+
+def matching_costs(frame, at_round: int, task: str, distributions: List[str]) -> np.ndarray:
+    """[centers, distributions] test-loss matrix (MSE for regression) from the metrics table."""
+    metric = "mse" if task == "regression" else "loss"
+    sel = frame[(frame["round"] == at_round) & (frame["model"] == "center") & (frame["metric"] == metric)]
+    K = int(sel["model_index"].max()) + 1
+    cost = np.zeros((K, len(distributions)))
+    for _, r in sel.iterrows():
+        cost[int(r["model_index"]), distributions.index(r["eval_set"])] = r["value"]
+    return cost

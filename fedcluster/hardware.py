@@ -1,0 +1,41 @@
+"""Device and precision selection (conf/hardware/*.yaml)."""
+from dataclasses import dataclass
+
+import torch
+
+from .errors import ConfigError
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@dataclass
+class Hardware:
+    device: str = "cpu"
+    dtype: str = "float32"
+    allow_tf32: bool = False
+
+    def __post_init__(self):
+        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ConfigError(f"hardware.device={self.device!r} is not allowed; use 'cpu', 'cuda' or 'cuda:N'")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ConfigError(
+                f"hardware.device={self.device!r} but no CUDA GPU is available on this machine "
+                "(torch.cuda.is_available() is False); run with hardware=cpu")
+        if self.dtype not in _DTYPES:
+            raise ConfigError(f"hardware.dtype={self.dtype!r} is not allowed; use one of {sorted(_DTYPES)}")
+        if self.device.startswith("cuda"):
+            torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
+            torch.backends.cudnn.allow_tf32 = self.allow_tf32
+
+    @property
+    def torch_device(self) -> torch.device:
+        return torch.device(self.device)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return _DTYPES[self.dtype]
+
+    def describe(self) -> str:
+        if self.torch_device.type == "cuda":
+            return f"cuda ({torch.cuda.get_device_name(self.torch_device)})"
+        return "cpu"

@@ -1,0 +1,7 @@
+"""Models built from conf/model/*.yaml. Each is a plain nn.Module; the engines call it
+functionally (torch.func.functional_call) over stacked per-client parameters."""
+from .cnn import CifarCNN, LeNetCNN, LettersCNN
+from .linear import LinearRegression
+from .mlp import MLP
+
+__all__ = ["LinearRegression", "MLP", "LeNetCNN", "LettersCNN", "CifarCNN"]

@@ -1,0 +1,76 @@
+"""Convolutional networks for image distributions."""
+import torch
+import torch.nn as nn
+
+from .init import xavier_normal_linear_kaiming_conv
+
+
+def _flat_size(features: nn.Module, in_shape) -> int:
+    with torch.no_grad():
+        return features(torch.zeros(1, *in_shape)).flatten(1).shape[1]
+
+
+class LeNetCNN(nn.Module):
+    """Small CNN: conv 6@5x5 -> pool -> conv 16@5x5 -> pool -> FC 120 -> FC 84 -> classes.
+
+    LeNet-style; the benchmark's workload (b) and CLoVE's 'GenConvNet' shape."""
+
+    def __init__(self, in_shape, num_outputs: int):
+        super().__init__()
+        c = in_shape[0]
+        self.features = nn.Sequential(
+            nn.Conv2d(c, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
+        self.classifier = nn.Sequential(
+            nn.Linear(_flat_size(self.features, in_shape), 120), nn.ReLU(),
+            nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
+        xavier_normal_linear_kaiming_conv(self)
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class LettersCNN(nn.Module):
+    """FedSoft's letters CNN (App. C): two 5x5 convs (padding 2), each followed by 2x2
+    max-pooling, then FC 512 + ReLU, then the class layer.
+
+    Channel widths 32/64 come from the authors' models.py (the paper gives none). The
+    authors' code applies ReLU and softmax after the class layer; we follow the paper's
+    text (ReLU after the 512 layer) and return logits for cross-entropy."""
+
+    def __init__(self, in_shape, num_outputs: int, channels=(32, 64), hidden: int = 512):
+        super().__init__()
+        c = in_shape[0]
+        self.features = nn.Sequential(
+            nn.Conv2d(c, channels[0], 5, padding=2), nn.MaxPool2d(2),
+            nn.Conv2d(channels[0], channels[1], 5, padding=2), nn.MaxPool2d(2), nn.Flatten())
+        self.classifier = nn.Sequential(
+            nn.Linear(_flat_size(self.features, in_shape), hidden), nn.ReLU(),
+            nn.Linear(hidden, num_outputs))
+        xavier_normal_linear_kaiming_conv(self)
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class CifarCNN(nn.Module):
+    """FedSoft's CIFAR-10 CNN (App. C): six 3x3 convs of 32, 64, 128, 128, 256, 256
+    channels with ReLU, a 2x2 max-pool after every second conv, then FC 1024 -> 512 -> classes."""
+
+    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128, 128, 256, 256)):
+        super().__init__()
+        layers, c = [], in_shape[0]
+        for i, width in enumerate(channels):
+            layers += [nn.Conv2d(c, width, 3, padding=1), nn.ReLU()]
+            if i % 2 == 1:
+                layers.append(nn.MaxPool2d(2))
+            c = width
+        layers.append(nn.Flatten())
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(
+            nn.Linear(_flat_size(self.features, in_shape), 1024), nn.ReLU(),
+            nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, num_outputs))
+        xavier_normal_linear_kaiming_conv(self)
+
+    def forward(self, x):
+        return self.classifier(self.features(x))

@@ -1,0 +1,51 @@
+"""Parameters of many models of one architecture, stacked along a leading axis.
+
+A `Stack` is a dict name -> tensor of shape [M, *param_shape]; row m is model m."""
+from typing import Callable, Dict
+
+import torch
+import torch.nn as nn
+
+Stack = Dict[str, torch.Tensor]
+
+
+def init_stack(build: Callable[[], nn.Module], count: int, seed: int, device, dtype) -> Stack:
+    """`count` independently initialised models, deterministic in `seed`."""
+    rows = []
+    for i in range(count):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed + 7919 * i)
+            rows.append({k: v.detach().clone() for k, v in build().named_parameters()})
+    return {k: torch.stack([r[k] for r in rows]).to(device=device, dtype=dtype) for k in rows[0]}
+
+
+def take(stack: Stack, index) -> Stack:
+    return {k: v[index] for k, v in stack.items()}
+
+
+def put(stack: Stack, index, rows: Stack) -> None:
+    for k in stack:
+        stack[k][index] = rows[k]
+
+
+def repeat(stack: Stack, index) -> Stack:
+    """Rows `index` of `stack` (a LongTensor may repeat rows), as a new stack."""
+    return {k: v[index].clone() for k, v in stack.items()}
+
+
+def weighted_average(stack: Stack, weights: torch.Tensor) -> Stack:
+    """sum_m weights[r, m] * stack[m] for each output row r. weights: [R, M]."""
+    return {k: torch.einsum("rm,m...->r...", weights.to(v.dtype), v) for k, v in stack.items()}
+
+
+def flatten(stack: Stack) -> torch.Tensor:
+    return torch.cat([v.flatten(1) for v in stack.values()], dim=1)
+
+
+def clone(stack: Stack) -> Stack:
+    return {k: v.clone() for k, v in stack.items()}
+
+
+def all_finite(stack: Stack) -> torch.Tensor:
+    """[M] bool: which rows have only finite values."""
+    return torch.stack([torch.isfinite(v.flatten(1)).all(1) for v in stack.values()]).all(0)

@@ -1,0 +1,232 @@
+"""The round loop shared by every algorithm: `run(cfg, output_dir)`."""
+import hashlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import hydra
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from . import __version__
+from .algorithms.base import Federation
+from .data import build_federated_data
+from .engine.local import LocalJob, LocalTrainer, epoch_orders
+from .engine.optim import build_optimizer, put_state, take_state
+from .errors import ConfigError, NonFiniteLossError
+from .evaluation import assignment_rows, evaluate, matching_costs
+from .io import save_torch, write_csv, write_json, write_text
+from .metrics import hungarian_match, key_metric
+from .models.stacked import all_finite
+from .rng import generator
+
+CHECKPOINT = "checkpoint.pt"
+ENGINES = ("auto", "batched", "sequential")
+
+
+def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) -> str:
+    """`auto`: batched (vmap) everywhere except convolutional models on CPU, where vmap over
+    convolutions measured slower than a per-client loop (scripts/benchmark.py)."""
+    if requested not in ENGINES:
+        raise ConfigError(f"engine={requested!r} is unknown; allowed: {list(ENGINES)}")
+    if requested != "auto":
+        return requested
+    has_conv = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules())
+    return "sequential" if (device.type == "cpu" and has_conv) else "batched"
+
+
+def config_fingerprint(cfg: DictConfig) -> str:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    for volatile in ("progress", "checkpoint_every", "hydra"):
+        plain.pop(volatile, None)
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def make(node: DictConfig, **kwargs):
+    """hydra.utils.instantiate without the group's descriptive `name` key."""
+    plain = OmegaConf.to_container(node, resolve=True)
+    plain.pop("name", None)
+    if plain.get("_target_", "").endswith("ImageSource"):
+        plain["name"] = node.name     # the image reader is chosen by name
+    return hydra.utils.instantiate(plain, **kwargs)
+
+
+def build(cfg: DictConfig):
+    """Instantiate hardware, data, model and algorithm from the composed config."""
+    hw = make(cfg.hardware)
+    source = make(cfg.dataset, seed=cfg.seed)
+    partition = make(cfg.partition)
+    S = len(source.distribution_names)
+    plan = partition.plan(S, generator(cfg.seed, "partition"))
+    data = build_federated_data(source, plan, cfg.seed).to(hw.torch_device, hw.torch_dtype)
+    num_outputs = 1 if data.task == "regression" else data.num_classes
+
+    def build_model():
+        return make(cfg.model, in_shape=data.in_shape, num_outputs=num_outputs)
+
+    model = build_model().to(hw.torch_device, hw.torch_dtype)
+    alg_cfg = cfg.algorithm
+    if "num_clusters" in alg_cfg:
+        with open_dict(alg_cfg):
+            if alg_cfg.num_clusters is None:
+                alg_cfg.num_clusters = S
+        if not 1 <= alg_cfg.num_clusters <= data.num_clients:
+            raise ConfigError(f"algorithm.num_clusters={alg_cfg.num_clusters} must be between 1 and the number "
+                              f"of clients ({data.num_clients})")
+    algorithm = make(alg_cfg)
+    fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype)
+    t = cfg.train
+    if t.epochs < 1 or t.batch_size < 1:
+        raise ConfigError(f"train.epochs={t.epochs} and train.batch_size={t.batch_size} must be >= 1")
+    optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
+    trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size)
+    return hw, fed, algorithm, trainer
+
+
+def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
+    """Run one experiment; write config.yaml, metrics.csv, assignments.csv, summary.json
+    (and figures) into output_dir. Resumes from output_dir/checkpoint.pt when present."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.rounds < 1:
+        raise ConfigError(f"rounds={cfg.rounds} must be >= 1")
+    started = time.time()
+    hw, fed, alg, trainer = build(cfg)
+    engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
+    write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+
+    alg.setup(fed)
+    N = fed.num_clients
+    client_state = None   # persistent optimizer state of all clients, when the algorithm keeps it
+    metrics, assignments, first_round, elapsed_before = [], [], 0, 0.0
+    fingerprint = config_fingerprint(cfg)
+    ckpt_path = out / CHECKPOINT
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location=hw.torch_device, weights_only=False)
+        if ckpt["fingerprint"] != fingerprint:
+            raise ConfigError(f"{ckpt_path} belongs to a different configuration; use a new hydra.run.dir "
+                              "or delete the checkpoint to start over")
+        alg.load_state_dict(ckpt["algorithm"])
+        client_state, metrics, assignments = ckpt["client_state"], ckpt["metrics"], ckpt["assignments"]
+        first_round, elapsed_before = ckpt["next_round"], ckpt["elapsed"]
+
+    show = cfg.progress if progress is None else progress
+    key = key_metric(fed.data.task)
+    rounds = range(first_round, cfg.rounds)
+    bar = None
+    if show:
+        from tqdm import tqdm
+        bar = tqdm(rounds, desc=f"{cfg.algorithm.name}", unit="round", file=sys.stderr, dynamic_ncols=True,
+                   initial=first_round, total=cfg.rounds)
+    for t in rounds:
+        plan = alg.plan(t, fed)
+        M = len(plan.clients)
+        clients = plan.clients.to(fed.device)
+        if alg.keep_client_state:
+            if client_state is None:
+                client_state = trainer.optimizer.init(alg.local_models(fed))
+            opt_state = take_state(client_state, clients)
+        else:
+            opt_state = trainer.optimizer.init(plan.start)
+        tr = fed.data.train
+        job = LocalJob(tr.x[clients], tr.y[clients], tr.n[clients], plan.start, opt_state,
+                       epoch_orders(tr.n[clients], trainer.epochs, tr.x.shape[1], generator(cfg.seed, "batches", t)),
+                       plan.refs, plan.coeffs)
+        result = trainer.train(job, engine)
+        bad = ~(result.finite & all_finite(result.params))
+        if bool(bad.any()):
+            k = int(plan.clients[torch.nonzero(bad)[0, 0]])
+            raise NonFiniteLossError(f"round {t}: training loss became NaN/inf at client {k} "
+                                     f"({int(bad.sum())} of {M} clients); lower train.lr or check the data")
+        if alg.keep_client_state:
+            put_state(client_state, clients, result.opt_state)
+        alg.aggregate(t, plan, result.params, fed)
+
+        last = t == cfg.rounds - 1
+        if last or (t + 1) % cfg.eval_every == 0:
+            rows = evaluate(t, alg, fed, batched=engine == "batched")
+            metrics += rows
+            assignments += assignment_rows(t, alg)
+            if bar is not None:
+                local = [r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test" and r["metric"] == key]
+                bar.set_postfix({f"local_test_{key}": f"{np.mean(local):.4g}"})
+        if bar is not None:
+            bar.update(1)
+        if cfg.checkpoint_every and ((t + 1) % cfg.checkpoint_every == 0) and not last:
+            save_torch(ckpt_path, {"fingerprint": fingerprint, "next_round": t + 1, "algorithm": alg.state_dict(),
+                                   "client_state": client_state, "metrics": metrics, "assignments": assignments,
+                                   "elapsed": elapsed_before + time.time() - started})
+            write_csv(out / "metrics.csv", pd.DataFrame(metrics))
+    if bar is not None:
+        bar.close()
+
+    frame = pd.DataFrame(metrics)
+    write_csv(out / "metrics.csv", frame)
+    if assignments:
+        write_csv(out / "assignments.csv", pd.DataFrame(assignments))
+    summary = summarize(cfg, fed, alg, frame, pd.DataFrame(assignments), engine, hw,
+                        elapsed_before + time.time() - started)
+    write_json(out / "summary.json", summary)
+    if cfg.plots:
+        from .plots import write_run_figures
+        write_run_figures(out, frame, pd.DataFrame(assignments), fed.data, summary)
+    if ckpt_path.exists():
+        ckpt_path.unlink()
+    return summary
+
+
+def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
+    data, final = fed.data, cfg.rounds - 1
+    at = frame[frame["round"] == final]
+    key = key_metric(data.task)
+    summary = {
+        "algorithm": cfg.algorithm.name, "dataset": cfg.dataset.name, "partition": cfg.partition.name,
+        "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "task": data.task,
+        "table": cfg.get("table"), "key_metric": key, "distributions": data.distribution_names,
+        "num_clients": data.num_clients, "engine": engine, "device": hw.describe(), "dtype": hw.dtype,
+        "wall_time_s": round(wall, 3),
+        "versions": {"fedcluster": __version__, "torch": torch.__version__, "python": platform.python_version(),
+                     "numpy": np.__version__},
+    }
+    local = at[at["model"] == "local"]
+    summary["local"] = {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in local.groupby(["eval_set", "metric"])}
+    centers = at[at["model"] == "center"]
+    if len(centers):
+        summary["centers"] = {
+            f"{m}": {d: [float(v) for v in g[g["eval_set"] == d].sort_values("model_index")["value"]]
+                     for d in data.distribution_names}
+            for m, g in centers.groupby("metric")}
+        cost = matching_costs(frame, final, data.task, data.distribution_names)
+        match = hungarian_match(cost)
+        summary["matched_center"] = {d: int(match[i]) for i, d in enumerate(data.distribution_names)}
+    ari_rows = at[at["metric"] == "ari"]
+    if len(ari_rows):
+        summary["ari"] = float(ari_rows["value"].iloc[0])
+    if len(assign) and len(centers):
+        summary["importance_error"] = importance_error(assign, final, data, summary["matched_center"])
+    return summary
+
+
+def importance_error(assign: pd.DataFrame, final: int, data, matched: dict) -> dict:
+    """Per group of clients with the same true mixture (at most 4 groups): mean estimated
+    weight on the center matched to each distribution vs the true share."""
+    mixture = data.mixture.cpu().numpy()
+    groups = {}
+    for k, row in enumerate(np.round(mixture, 6)):
+        groups.setdefault(tuple(row), []).append(k)
+    if len(groups) > 4:
+        return {}
+    w = assign[assign["round"] == final].pivot(index="client", columns="cluster", values="weight").to_numpy()
+    result = {}
+    for ratios, members in groups.items():
+        name = ":".join(f"{round(100 * r)}" for r in ratios)
+        est = [float(w[members, matched[d]].mean()) if matched[d] >= 0 else float("nan")
+               for d in data.distribution_names]
+        result[name] = {"true": list(ratios), "estimated": est,
+                        "max_abs_error": float(np.max(np.abs(np.array(est) - np.array(ratios))))}
+    return result
