@@ -1,0 +1,40 @@
+"""Tiny data files in the torchvision on-disk layouts, written by tests."""
+import gzip
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+
+
+def write_idx(path: Path, array: np.ndarray, gz: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(struct.pack(">I", s) for s in array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    if gz:
+        with gzip.open(str(path) + ".gz", "wb") as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
+
+
+def images(n, size=28, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (n, size, size), dtype=np.uint8)
+
+
+def write_mnist_like(folder: Path, prefix="", n_train=200, n_test=60, classes=10, gz=False, test_word="t10k"):
+    rng = np.random.default_rng(1)
+    write_idx(folder / f"{prefix}train-images-idx3-ubyte", images(n_train), gz)
+    write_idx(folder / f"{prefix}train-labels-idx1-ubyte", rng.integers(0, classes, n_train), gz)
+    write_idx(folder / f"{prefix}{test_word}-images-idx3-ubyte", images(n_test, seed=2), gz)
+    write_idx(folder / f"{prefix}{test_word}-labels-idx1-ubyte", rng.integers(0, classes, n_test), gz)
+
+
+def write_cifar10(root: Path, per_batch=40, n_test=40):
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for name, n in [(f"data_batch_{i}", per_batch) for i in range(1, 6)] + [("test_batch", n_test)]:
+        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": rng.integers(0, 10, n).tolist()}
+        with open(folder / name, "wb") as f:
+            pickle.dump(batch, f)

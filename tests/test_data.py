@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+import torch
+
+from fedcluster.data import ImageSource, SyntheticRegression, build_federated_data
+from fedcluster.data.readers import cifar10, emnist, fashion_mnist, read_idx
+from fedcluster.errors import DataNotFoundError
+from fedcluster.partitions import TwoGroupMix
+from fedcluster.runner import run
+
+from conftest import make_cfg
+from fakedata import images, write_cifar10, write_idx, write_mnist_like
+
+
+def test_idx_roundtrip_plain_and_gzip(tmp_path):
+    a = images(5)
+    write_idx(tmp_path / "a", a)
+    write_idx(tmp_path / "b", a, gz=True)
+    assert np.array_equal(read_idx(tmp_path / "a"), a)
+    assert np.array_equal(read_idx(tmp_path / "b.gz"), a)
+
+
+def test_fashion_mnist_torchvision_layout_and_flat_debian_layout(tmp_path):
+    write_mnist_like(tmp_path / "tv" / "FashionMNIST" / "raw")
+    write_mnist_like(tmp_path / "flat", gz=True)
+    for root in (tmp_path / "tv", tmp_path / "flat"):
+        tx, ty, vx, vy = fashion_mnist(root)
+        assert tx.shape == (200, 1, 28, 28) and tx.dtype == torch.uint8 and vy.shape == (60,)
+
+
+def test_missing_data_error_says_how(tmp_path, monkeypatch):
+    monkeypatch.setattr("fedcluster.data.readers.DEBIAN_FASHION_MNIST", tmp_path / "none")
+    with pytest.raises(DataNotFoundError, match="apt-get install -y dataset-fashion-mnist"):
+        fashion_mnist(tmp_path)
+
+
+def test_emnist_byclass_subsets_and_upright_images(tmp_path):
+    raw = tmp_path / "EMNIST" / "raw"
+    write_mnist_like(raw, prefix="emnist-byclass-", classes=62, n_train=600, n_test=200, test_word="test")
+    stored = read_idx(raw / "emnist-byclass-train-images-idx3-ubyte")
+    tx, ty, _, _ = emnist(tmp_path)
+    assert torch.equal(tx[0, 0], torch.from_numpy(stored[0].T.copy()))   # transposed back upright
+    src = ImageSource("emnist", [{"subset": "lower"}, {"subset": "upper"}], root=str(tmp_path),
+                      reader_kwargs={"split": "byclass"})
+    assert src.num_classes == 26
+    for s, r in ((0, range(36, 62)), (1, range(10, 36))):
+        x, y = src._pools["train"][s]
+        assert int(y.min()) >= 0 and int(y.max()) < 26
+        assert len(y) == int(((ty >= r.start) & (ty < r.stop)).sum())
+
+
+def test_rotation_distributions_are_exact_and_disjoint(tmp_path):
+    write_mnist_like(tmp_path / "FashionMNIST" / "raw", n_train=300)
+    src = ImageSource("fashion_mnist", [{"rotation": 0}, {"rotation": 90}], root=str(tmp_path))
+    (x0, _), (x1, _) = src._pools["train"]
+    assert len(x0) + len(x1) == 300
+    as_set = lambda x: {bytes(a.numpy().tobytes()) for a in x}
+    assert not (as_set(x0) & as_set(x1))
+    g = torch.Generator().manual_seed(0)
+    imgs, _ = src.sample("train", 1, 10, g)
+    g = torch.Generator().manual_seed(0)
+    pick = torch.randperm(len(x1), generator=g)[:10]
+    assert torch.equal(imgs, torch.rot90(x1[pick].float() / 255, 1, dims=(-2, -1)))
+
+
+def test_cifar10_reader(tmp_path):
+    write_cifar10(tmp_path)
+    tx, ty, vx, vy = cifar10(tmp_path)
+    assert tx.shape == (200, 3, 32, 32) and vx.shape == (40, 3, 32, 32) and ty.dtype == torch.long
+
+
+def test_federated_data_draws_mixture_and_never_reuses_a_sample(tmp_path):
+    src = SyntheticRegression(test_size=50, seed=0)
+    part = TwoGroupMix(minor=0.1, num_clients=6, min_samples=20, max_samples=30)
+    plan = part.plan(2, torch.Generator().manual_seed(0))
+    data = build_federated_data(src, plan, seed=0)
+    for split, counts in ((data.train, plan.train_counts), (data.local_test, plan.test_counts)):
+        for k in range(6):
+            src_k = split.source[k, : split.n[k]]
+            assert (src_k >= 0).all() and (split.source[k, split.n[k]:] == -1).all()
+            assert torch.bincount(src_k, minlength=2).tolist() == counts[k].tolist()
+    rows = torch.cat([data.train.x[data.train.mask], data.local_test.x[data.local_test.mask]])
+    assert len(torch.unique(rows, dim=0)) == len(rows)
+
+
+def test_image_run_end_to_end_on_fake_cifar(tmp_path):
+    write_cifar10(tmp_path / "data", per_batch=60, n_test=40)
+    cfg = make_cfg(["dataset=cifar10", f"dataset.root={tmp_path / 'data'}", "model=lenet", "algorithm=ifca",
+                    "partition.num_clients=4", "partition.min_samples=20", "partition.max_samples=30",
+                    "rounds=2", "train.epochs=1", "train.batch_size=8", "progress=false", "plots=false"])
+    summary = run(cfg, tmp_path / "out")
+    assert summary["task"] == "classification" and summary["engine"] == "sequential"
+    assert 0 <= summary["local"]["local_test_accuracy"] <= 1
+    assert set(summary["centers"]) == {"accuracy", "macro_f1", "loss"}
+
+
+def test_digits_dataset_runs(tmp_path):
+    cfg = make_cfg(["dataset=digits", "model=mlp", "algorithm=fedavg", "partition.num_clients=10",
+                    "partition.min_samples=30", "partition.max_samples=50", "rounds=3", "train.epochs=2",
+                    "train.batch_size=10", "train.lr=0.01", "progress=false", "plots=false"])
+    summary = run(cfg, tmp_path)
+    assert summary["local"]["local_test_accuracy"] > 0.3     # 10 classes: chance is 0.1

@@ -1,0 +1,41 @@
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import f1_score
+
+from fedcluster.errors import NonFiniteLossError
+from fedcluster.metrics import ari, classification_metrics, hungarian_match
+from fedcluster.runner import run
+
+from conftest import SMALL, make_cfg
+
+
+def test_macro_f1_matches_sklearn_per_model():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 40, 5, generator=g)
+    y = torch.randint(0, 4, (3, 40), generator=g)
+    mask = torch.ones(3, 40, dtype=torch.bool)
+    mask[1, 25:] = False
+    m = classification_metrics(logits, y, mask, 5)
+    for i in range(3):
+        keep = mask[i].numpy()
+        pred = logits[i].argmax(-1).numpy()[keep]
+        assert m["macro_f1"][i].item() == pytest.approx(f1_score(y[i].numpy()[keep], pred, average="macro"))
+        assert m["accuracy"][i].item() == pytest.approx((pred == y[i].numpy()[keep]).mean())
+
+
+def test_hungarian_matching_on_loss_matrix():
+    cost = np.array([[5.0, 1.0], [2.0, 9.0]])        # [centers, distributions]
+    assert hungarian_match(cost).tolist() == [1, 0]
+    assert hungarian_match(np.array([[1.0, 2.0, 3.0]])).tolist() == [0, -1, -1]
+
+
+def test_ari_invariant_to_labels():
+    assert ari([0, 0, 1, 1], [1, 1, 0, 0]) == 1.0
+    assert ari([0, 0, 1, 1], [0, 1, 0, 1]) < 0
+
+
+def test_nan_loss_stops_with_round_and_client(tmp_path):
+    with pytest.raises(NonFiniteLossError, match=r"round 0: .*client \d+"):
+        run(make_cfg(SMALL + ["algorithm=fedavg", "train.optimizer=sgd", "train.lr=1e6"]), tmp_path)
+    assert not (tmp_path / "metrics.csv").exists()

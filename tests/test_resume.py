@@ -1,0 +1,64 @@
+"""A run killed mid-way and started again in the same output dir ends with the same metrics."""
+import pandas as pd
+import pytest
+
+from fedcluster.algorithms.fedsoft import FedSoft
+from fedcluster.runner import CHECKPOINT, run
+
+from conftest import SMALL, make_cfg
+
+
+class Killed(Exception):
+    pass
+
+
+def test_resume_gives_same_metrics(tmp_path, monkeypatch):
+    overrides = SMALL + ["rounds=7", "checkpoint_every=2", "algorithm.selection_size=6"]
+    reference = run(make_cfg(overrides), tmp_path / "uninterrupted")
+
+    original = FedSoft.aggregate
+    def dies_in_round_5(self, t, *args):
+        if t == 5:
+            raise Killed()
+        return original(self, t, *args)
+    monkeypatch.setattr(FedSoft, "aggregate", dies_in_round_5)
+    with pytest.raises(Killed):
+        run(make_cfg(overrides), tmp_path / "resumed")
+    assert (tmp_path / "resumed" / CHECKPOINT).exists()
+    partial = pd.read_csv(tmp_path / "resumed" / "metrics.csv")
+    assert partial["round"].max() == 3          # checkpoints after rounds 1 and 3
+
+    monkeypatch.setattr(FedSoft, "aggregate", original)
+    resumed = run(make_cfg(overrides), tmp_path / "resumed")
+    assert not (tmp_path / "resumed" / CHECKPOINT).exists()
+    a = pd.read_csv(tmp_path / "uninterrupted" / "metrics.csv")
+    b = pd.read_csv(tmp_path / "resumed" / "metrics.csv")
+    pd.testing.assert_frame_equal(a, b)
+    assert resumed["local"] == reference["local"]
+    assert resumed["centers"] == reference["centers"]
+
+
+def test_checkpoint_from_other_config_is_refused(tmp_path, monkeypatch):
+    overrides = SMALL + ["rounds=4", "checkpoint_every=1", "algorithm.selection_size=6"]
+    original = FedSoft.aggregate
+
+    def dies_in_round_2(self, t, *args):
+        if t == 2:
+            raise Killed()
+        return original(self, t, *args)
+    monkeypatch.setattr(FedSoft, "aggregate", dies_in_round_2)
+    with pytest.raises(Killed):
+        run(make_cfg(overrides), tmp_path)
+    monkeypatch.setattr(FedSoft, "aggregate", original)
+    from fedcluster.errors import ConfigError
+    with pytest.raises(ConfigError, match="different configuration"):
+        run(make_cfg(overrides + ["seed=5"]), tmp_path)
+
+
+def test_same_seed_same_metrics(tmp_path):
+    cfg = SMALL + ["algorithm.selection_size=6"]
+    run(make_cfg(cfg), tmp_path / "a")
+    run(make_cfg(cfg), tmp_path / "b")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "metrics.csv"), pd.read_csv(tmp_path / "b" / "metrics.csv"))
+    run(make_cfg(cfg + ["seed=1"]), tmp_path / "c")
+    assert not pd.read_csv(tmp_path / "a" / "metrics.csv").equals(pd.read_csv(tmp_path / "c" / "metrics.csv"))
