@@ -104,6 +104,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     N = fed.num_clients
     client_state = None   # persistent optimizer state of all clients, when the algorithm keeps it
     metrics, assignments, first_round, elapsed_before = [], [], 0, 0.0
+    train_seconds = []   # per-round time spent in local training (the part the engines differ in)
     fingerprint = config_fingerprint(cfg)
     ckpt_path = out / CHECKPOINT
     if ckpt_path.exists():
@@ -137,7 +138,11 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         job = LocalJob(tr.x[clients], tr.y[clients], tr.n[clients], plan.start, opt_state,
                        epoch_orders(tr.n[clients], trainer.epochs, tr.x.shape[1], generator(cfg.seed, "batches", t)),
                        plan.refs, plan.coeffs)
+        tick = time.perf_counter()
         result = trainer.train(job, engine)
+        if fed.device.type == "cuda":
+            torch.cuda.synchronize(fed.device)
+        train_seconds.append(time.perf_counter() - tick)
         bad = ~(result.finite & all_finite(result.params))
         if bool(bad.any()):
             k = int(plan.clients[torch.nonzero(bad)[0, 0]])
@@ -171,6 +176,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         write_csv(out / "assignments.csv", pd.DataFrame(assignments))
     summary = summarize(cfg, fed, alg, frame, pd.DataFrame(assignments), engine, hw,
                         elapsed_before + time.time() - started)
+    summary["train_seconds_per_round"] = float(np.median(train_seconds)) if train_seconds else None   # median: robust to warm-up
     write_json(out / "summary.json", summary)
     if cfg.plots:
         from .plots import write_run_figures

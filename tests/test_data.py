@@ -100,3 +100,16 @@ def test_digits_dataset_runs(tmp_path):
                     "train.batch_size=10", "train.lr=0.01", "progress=false", "plots=false"])
     summary = run(cfg, tmp_path)
     assert summary["local"]["local_test_accuracy"] > 0.3     # 10 classes: chance is 0.1
+
+
+def test_fashion_mnist_run_if_installed(tmp_path):
+    from fedcluster.data.readers import DEBIAN_FASHION_MNIST
+    if not (DEBIAN_FASHION_MNIST / "train-images-idx3-ubyte.gz").exists():
+        pytest.skip("dataset-fashion-mnist is not installed (apt-get install -y dataset-fashion-mnist)")
+    cfg = make_cfg(["dataset=fashion_mnist", "model=lenet", "algorithm=fedsoft", "algorithm.selection_size=4",
+                    "partition.num_clients=6", "partition.min_samples=40", "partition.max_samples=60",
+                    "dataset.test_size=300", "rounds=2", "train.epochs=1", "train.lr=1e-3", "progress=false",
+                    "plots=false"])
+    summary = run(cfg, tmp_path)
+    assert summary["distributions"] == ["rot0", "rot90"] and summary["num_clients"] == 6
+    assert 0 <= summary["local"]["local_test_accuracy"] <= 1
