@@ -50,7 +50,7 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
                 ax.plot(g.index, g.values, label=f"clients {name}")
                 if not isinstance(label, str):
                     ax.axhline(label[di], ls=":", color=ax.lines[-1].get_color())
-            ax.set_title(f"mean weight on center {c} (matched to {d})")
+            ax.set_title(f"mean weight on center {c} (matched to {d})", fontsize=9)
             ax.set_xlabel("round")
             ax.set_ylim(-0.02, 1.02)
         axes[0][0].legend(fontsize=8)
