@@ -51,7 +51,7 @@ def _mixture_rows(runs, metric, paper_table=None, key="partition", order=None):
     groups = {}
     for r in runs:
         groups.setdefault(r[key] if key != "sigma0" else r.get("sigma0"), []).append(r)
-    for group in (order or sorted(groups, key=str)):
+    for group in (order or sorted(groups)):
         if group not in groups:
             continue
         rs = groups[group]
