@@ -19,13 +19,6 @@ def init_stack(build: Callable[[], nn.Module], count: int, seed: int, device, dt
     return {k: torch.stack([r[k] for r in rows]).to(device=device, dtype=dtype) for k in rows[0]}
 
 
-def take(stack: Stack, index) -> Stack:
-    return {k: v[index] for k, v in stack.items()}
-
-
-def put(stack: Stack, index, rows: Stack) -> None:
-    for k in stack:
-        stack[k][index] = rows[k]
 
 
 def repeat(stack: Stack, index) -> Stack:
@@ -33,17 +26,7 @@ def repeat(stack: Stack, index) -> Stack:
     return {k: v[index].clone() for k, v in stack.items()}
 
 
-def weighted_average(stack: Stack, weights: torch.Tensor) -> Stack:
-    """sum_m weights[r, m] * stack[m] for each output row r. weights: [R, M]."""
-    return {k: torch.einsum("rm,m...->r...", weights.to(v.dtype), v) for k, v in stack.items()}
 
-
-def flatten(stack: Stack) -> torch.Tensor:
-    return torch.cat([v.flatten(1) for v in stack.values()], dim=1)
-
-
-def clone(stack: Stack) -> Stack:
-    return {k: v.clone() for k, v in stack.items()}
 
 
 def all_finite(stack: Stack) -> torch.Tensor:
