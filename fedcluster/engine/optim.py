@@ -41,7 +41,7 @@ class SGD:
 
 
 class Adam:
-    def __init__(self, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0):
+    def __init__(self, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         if lr <= 0:
             raise ConfigError(f"train.lr={lr} must be > 0")
         self.lr, (self.b1, self.b2), self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
@@ -76,8 +76,8 @@ OPTIMIZERS = {"sgd": SGD, "adam": Adam}
 def build_optimizer(name: str, **kw):
     if name not in OPTIMIZERS:
         raise ConfigError(f"train.optimizer={name!r} is unknown; allowed: {sorted(OPTIMIZERS)}")
-    if name == "sgd":
-        kw.pop("betas", None)
+    if name == "adam":
+        kw.pop("momentum", None)   # Adam's momentum is betas[0]
     return OPTIMIZERS[name](**kw)
 
 
