@@ -19,6 +19,7 @@ class TrainConfig:
     batch_size: int = 10
     momentum: float = 0.0
     weight_decay: float = 0.0
+    steps: Optional[int] = None   # set: exactly this many mini-batch steps per round instead of `epochs` epochs
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Config:
     rounds: int = 50
     engine: str = "auto"          # auto | batched | sequential
     eval_every: int = 1           # evaluate every this many rounds (and always after the last)
+    eval_local_train: bool = True # also score local models on their training split (FedSoft's paper did)
+    num_clusters: Optional[int] = None   # K shared by cluster-wise partitions and clustered algorithms
     checkpoint_every: int = 10    # rounds between checkpoints (0 = never)
     progress: bool = True
     plots: bool = True
@@ -59,6 +62,7 @@ class ImageDataset:
     download: bool = False
     distributions: List[Dict[str, Any]] = field(default_factory=lambda: [{"rotation": 0}])
     test_size: Optional[int] = None
+    train_size: Optional[int] = None     # label partitions: use a random subset of this many training images
     reader_kwargs: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,6 +75,46 @@ class Partition:
     min_samples: int = 100
     max_samples: int = 200
     local_test_fraction: float = 0.2
+
+
+@dataclass
+class LabelPartition:
+    _target_: str = MISSING
+    name: str = MISSING
+    num_clients: int = 200
+    min_samples: int = 10
+
+
+@dataclass
+class DirichletLabelPartition(LabelPartition):
+    _target_: str = "fedcluster.partitions.DirichletLabels"
+    name: str = "dirichlet"
+    alpha: float = 0.1
+
+
+@dataclass
+class ClusteredDirichletLabelPartition(LabelPartition):
+    _target_: str = "fedcluster.partitions.ClusteredDirichletLabels"
+    name: str = "cluster_dirichlet"
+    num_clusters: Optional[int] = "${num_clusters}"
+    alpha_cluster: float = 0.1
+    alpha_client: float = 10.0
+
+
+@dataclass
+class NClassLabelPartition(LabelPartition):
+    _target_: str = "fedcluster.partitions.NClassLabels"
+    name: str = "nclass"
+    classes_per_client: int = 2
+
+
+@dataclass
+class ClusteredNClassLabelPartition(LabelPartition):
+    _target_: str = "fedcluster.partitions.ClusteredNClassLabels"
+    name: str = "cluster_nclass"
+    num_clusters: Optional[int] = "${num_clusters}"
+    classes_per_cluster: int = 3
+    classes_per_client: int = 2
 
 
 @dataclass
@@ -111,6 +155,35 @@ class IFCAAlgorithm:
     name: str = "ifca"
     num_clusters: Optional[int] = None
     client_fraction: float = 1.0
+    update: str = "mean"          # mean (IFCA) | eq6 (Fed-CAM eq. 6)
+
+
+@dataclass
+class FeSEMAlgorithm:
+    _target_: str = "fedcluster.algorithms.FeSEM"
+    name: str = "fesem"
+    num_clusters: Optional[int] = None
+    lam: float = 0.01
+    distance_on: str = "all"      # all | fc
+    kmeans_iters: int = 10
+    warmup_rounds: int = 1
+
+
+@dataclass
+class CAMAlgorithm:
+    _target_: str = "fedcluster.algorithms.CAM"
+    name: str = MISSING
+    base: Any = MISSING
+    warmup: str = "fedavg"        # fedavg | base
+    warmup_rounds: int = 30
+
+
+@dataclass
+class EnsembleAlgorithm:
+    _target_: str = "fedcluster.algorithms.Ensemble"
+    name: str = MISSING
+    base: Any = MISSING
+    num_clusters: Optional[int] = None
 
 
 @dataclass
@@ -144,10 +217,13 @@ class HardwareConfig:
 
 SCHEMAS = {
     "dataset": {"synthetic": SyntheticDataset, "image": ImageDataset},
-    "partition": {"partition": Partition, "mix": MixPartition},
+    "partition": {"partition": Partition, "mix": MixPartition, "dirichlet": DirichletLabelPartition,
+                  "cluster_dirichlet": ClusteredDirichletLabelPartition, "nclass": NClassLabelPartition,
+                  "cluster_nclass": ClusteredNClassLabelPartition},
     "model": {"model": Model, "mlp": MLPModel},
     "algorithm": {"fedsoft": FedSoftAlgorithm, "ifca": IFCAAlgorithm, "fedavg": FedAvgAlgorithm,
-                  "fedprox": FedProxAlgorithm, "local": LocalAlgorithm},
+                  "fedprox": FedProxAlgorithm, "local": LocalAlgorithm, "fesem": FeSEMAlgorithm,
+                  "cam": CAMAlgorithm, "ensemble": EnsembleAlgorithm},
     "hardware": {"hardware": HardwareConfig},
 }
 

@@ -7,12 +7,12 @@ import numpy as np
 import torch
 
 from .algorithms.base import Algorithm, Federation
-from .engine.evaluate import outputs_on_shared, outputs_paired
+from .engine.evaluate import outputs_on_shared
 from .engine.losses import per_sample_loss
 from .metrics import ari, model_metrics
 
 
-def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool) -> List[dict]:
+def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: bool = True) -> List[dict]:
     data, rows = fed.data, []
     task, C = data.task, data.num_classes
 
@@ -33,18 +33,28 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool) -> List[dic
                 metrics["loss"] = torch.stack([per_sample_loss(task, o, y).mean() for o in out])
             add("center", range(K), data.distribution_names[d], metrics)
 
-    local = alg.local_models(fed)
-    for eval_set, split in (("local_test", data.local_test), ("local_train", data.train)):
-        out = outputs_paired(fed.model, local, split.x, batched)
-        add("local", range(data.num_clients), eval_set, model_metrics(task, out, split.y, split.mask, C))
+    splits = [("local_test", data.local_test)] + ([("local_train", data.train)] if on_train else [])
+    for eval_set, split in splits:
+        out = alg.local_outputs(fed, split, batched)
+        has = split.n > 0   # a client without samples in this split has no score
+        index = torch.nonzero(has).squeeze(1).tolist()
+        metrics = model_metrics(task, out[has], split.y[has], split.mask[has], C)
+        add("local", index, eval_set, metrics)
 
     weights = alg.assignment_weights()
-    if weights is not None and weights.shape[1] > 1:
+    truth = data.cluster_truth
+    if weights is not None and weights.shape[1] > 1 and truth is not None:
         assigned = weights.argmax(1).cpu().numpy()
-        truth = data.dominant_distribution().cpu().numpy()
         rows.append({"round": t, "model": "assignment", "model_index": -1, "eval_set": "local_train",
-                     "metric": "ari", "value": ari(truth, assigned)})
+                     "metric": "ari", "value": ari(truth.cpu().numpy(), assigned)})
     return rows
+
+
+def cluster_size_rows(t: int, alg: Algorithm) -> List[dict]:
+    sizes = alg.cluster_sizes()
+    if sizes is None:
+        return []
+    return [{"round": t, "cluster": j, "size": int(s)} for j, s in enumerate(sizes.tolist())]
 
 
 def assignment_rows(t: int, alg: Algorithm) -> List[dict]:

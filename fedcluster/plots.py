@@ -1,6 +1,7 @@
 """FedSoft Figure 1 style figures, written as PNG into the run directory:
 centers.png (each center's test metric on each distribution over rounds) and
-importance.png (mean importance-weight estimate per mixture group over rounds)."""
+importance.png (mean importance-weight estimate per mixture group over rounds), and
+cluster_sizes.png (Fed-CAM Figures 1 and 3: stacked cluster sizes over rounds)."""
 from pathlib import Path
 
 import matplotlib
@@ -11,7 +12,37 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, data, summary: dict) -> None:
+def plot_cluster_sizes(ax, sizes: pd.DataFrame, title: str) -> None:
+    """Stacked clients-per-cluster over rounds; legend 'cluster id (final size)', largest first."""
+    table = sizes.pivot(index="round", columns="cluster", values="size").fillna(0)
+    final = table.iloc[-1]
+    ax.stackplot(table.index, table.T.values, labels=[f"{c} ({int(final[c])})" for c in table.columns],
+                 colors=plt.cm.tab20(np.linspace(0, 1, max(len(table.columns), 2))))
+    handles, labels = ax.get_legend_handles_labels()
+    order = np.argsort(-final.values, kind="stable")
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=7, title="cluster (final size)",
+              title_fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_xlabel("round")
+    ax.set_ylabel("clients")
+    ax.set_ylim(0, table.sum(1).max())
+    ax.set_title(title, fontsize=9)
+
+
+def write_cluster_sizes(path: Path, runs) -> None:
+    """One panel per (title, sizes frame) in `runs`, side by side."""
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.4), squeeze=False)
+    for ax, (title, sizes) in zip(axes[0], runs):
+        plot_cluster_sizes(ax, sizes, title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, data, summary: dict,
+                      sizes: pd.DataFrame = None) -> None:
+    if sizes is not None and len(sizes) and sizes["cluster"].nunique() > 1:
+        write_cluster_sizes(out / "cluster_sizes.png",
+                            [(f"{summary['algorithm']}: cluster sizes ({summary['partition']}, seed {summary['seed']})", sizes)])
     key = summary["key_metric"]
     centers = metrics[(metrics["model"] == "center") & (metrics["metric"] == key)]
     names = data.distribution_names

@@ -15,11 +15,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from . import __version__
 from .algorithms.base import Federation
-from .data import build_federated_data
-from .engine.local import LocalJob, LocalTrainer, epoch_orders
+from .data import build_federated_data, build_label_federated_data
+from .engine.local import LocalJob, LocalTrainer
 from .engine.optim import build_optimizer, put_state, take_state
 from .errors import ConfigError, NonFiniteLossError
-from .evaluation import assignment_rows, evaluate, matching_costs
+from .evaluation import assignment_rows, cluster_size_rows, evaluate, matching_costs
 from .io import save_torch, write_csv, write_json, write_text
 from .metrics import hungarian_match, key_metric
 from .models.stacked import all_finite
@@ -47,13 +47,39 @@ def config_fingerprint(cfg: DictConfig) -> str:
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _drop_names(plain):
+    """Remove the descriptive `name` key of every node that will be instantiated (nested
+    ones too, e.g. CAM's base), except the image source, whose reader is chosen by name."""
+    if isinstance(plain, dict):
+        if "_target_" in plain and not str(plain["_target_"]).endswith("ImageSource"):
+            plain.pop("name", None)
+        for v in plain.values():
+            _drop_names(v)
+    return plain
+
+
 def make(node: DictConfig, **kwargs):
-    """hydra.utils.instantiate without the group's descriptive `name` key."""
-    plain = OmegaConf.to_container(node, resolve=True)
-    plain.pop("name", None)
-    if plain.get("_target_", "").endswith("ImageSource"):
-        plain["name"] = node.name     # the image reader is chosen by name
-    return hydra.utils.instantiate(plain, **kwargs)
+    """hydra.utils.instantiate without the groups' descriptive `name` keys."""
+    return hydra.utils.instantiate(_drop_names(OmegaConf.to_container(node, resolve=True)), **kwargs)
+
+
+def _nodes_with(node, key: str):
+    """The config node and its nested nodes (e.g. CAM's `base`) that have `key`."""
+    if isinstance(node, DictConfig):
+        if key in node:
+            yield node
+        for k in node:
+            if isinstance(node.get(k), DictConfig):
+                yield from _nodes_with(node[k], key)
+
+
+def build_data(source, partition, seed: int):
+    """Mixture partitions draw from the source's S distributions; label partitions split
+    one labelled pool by class."""
+    if hasattr(partition, "split"):
+        return build_label_federated_data(source, partition, seed)
+    plan = partition.plan(len(source.distribution_names), generator(seed, "partition"))
+    return build_federated_data(source, plan, seed)
 
 
 def build(cfg: DictConfig):
@@ -61,30 +87,33 @@ def build(cfg: DictConfig):
     hw = make(cfg.hardware)
     source = make(cfg.dataset, seed=cfg.seed)
     partition = make(cfg.partition)
-    S = len(source.distribution_names)
-    plan = partition.plan(S, generator(cfg.seed, "partition"))
-    data = build_federated_data(source, plan, cfg.seed).to(hw.torch_device, hw.torch_dtype)
+    data = build_data(source, partition, cfg.seed).to(hw.torch_device, hw.torch_dtype)
     num_outputs = 1 if data.task == "regression" else data.num_classes
 
     def build_model():
         return make(cfg.model, in_shape=data.in_shape, num_outputs=num_outputs)
 
     model = build_model().to(hw.torch_device, hw.torch_dtype)
+    with open_dict(cfg):
+        if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters
+            cfg.num_clusters = data.num_true_clusters or data.num_distributions
     alg_cfg = cfg.algorithm
-    if "num_clusters" in alg_cfg:
-        with open_dict(alg_cfg):
-            if alg_cfg.num_clusters is None:
-                alg_cfg.num_clusters = S
-        if not 1 <= alg_cfg.num_clusters <= data.num_clients:
-            raise ConfigError(f"algorithm.num_clusters={alg_cfg.num_clusters} must be between 1 and the number "
+    for node in _nodes_with(alg_cfg, "num_clusters"):
+        if node.num_clusters is None:
+            with open_dict(node):
+                node.num_clusters = cfg.num_clusters
+        if not 1 <= node.num_clusters <= data.num_clients:
+            raise ConfigError(f"num_clusters={node.num_clusters} must be between 1 and the number "
                               f"of clients ({data.num_clients})")
     algorithm = make(alg_cfg)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype)
     t = cfg.train
     if t.epochs < 1 or t.batch_size < 1:
         raise ConfigError(f"train.epochs={t.epochs} and train.batch_size={t.batch_size} must be >= 1")
+    if t.steps is not None and t.steps < 1:
+        raise ConfigError(f"train.steps={t.steps} must be >= 1, or null to train for train.epochs epochs")
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
-    trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size)
+    trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps)
     return hw, fed, algorithm, trainer
 
 
@@ -103,7 +132,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     alg.setup(fed)
     N = fed.num_clients
     client_state = None   # persistent optimizer state of all clients, when the algorithm keeps it
-    metrics, assignments, first_round, elapsed_before = [], [], 0, 0.0
+    metrics, assignments, sizes, first_round, elapsed_before = [], [], [], 0, 0.0
     train_seconds = []   # per-round time spent in local training (the part the engines differ in)
     fingerprint = config_fingerprint(cfg)
     ckpt_path = out / CHECKPOINT
@@ -114,6 +143,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
                               "or delete the checkpoint to start over")
         alg.load_state_dict(ckpt["algorithm"])
         client_state, metrics, assignments = ckpt["client_state"], ckpt["metrics"], ckpt["assignments"]
+        sizes = ckpt["cluster_sizes"]
         first_round, elapsed_before = ckpt["next_round"], ckpt["elapsed"]
 
     show = cfg.progress if progress is None else progress
@@ -135,9 +165,8 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         else:
             opt_state = trainer.optimizer.init(plan.start)
         tr = fed.data.train
-        job = LocalJob(tr.x[clients], tr.y[clients], tr.n[clients], plan.start, opt_state,
-                       epoch_orders(tr.n[clients], trainer.epochs, tr.x.shape[1], generator(cfg.seed, "batches", t)),
-                       plan.refs, plan.coeffs)
+        schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
+        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets)
         tick = time.perf_counter()
         result = trainer.train(job, engine)
         if fed.device.type == "cuda":
@@ -151,10 +180,11 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         if alg.keep_client_state:
             put_state(client_state, clients, result.opt_state)
         alg.aggregate(t, plan, result.params, fed)
+        sizes += cluster_size_rows(t, alg)
 
         last = t == cfg.rounds - 1
         if last or (t + 1) % cfg.eval_every == 0:
-            rows = evaluate(t, alg, fed, batched=engine == "batched")
+            rows = evaluate(t, alg, fed, batched=engine == "batched", on_train=cfg.eval_local_train)
             metrics += rows
             assignments += assignment_rows(t, alg)
             if bar is not None:
@@ -165,6 +195,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         if cfg.checkpoint_every and ((t + 1) % cfg.checkpoint_every == 0) and not last:
             save_torch(ckpt_path, {"fingerprint": fingerprint, "next_round": t + 1, "algorithm": alg.state_dict(),
                                    "client_state": client_state, "metrics": metrics, "assignments": assignments,
+                                   "cluster_sizes": sizes,
                                    "elapsed": elapsed_before + time.time() - started})
             write_csv(out / "metrics.csv", pd.DataFrame(metrics))
     if bar is not None:
@@ -174,13 +205,20 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     write_csv(out / "metrics.csv", frame)
     if assignments:
         write_csv(out / "assignments.csv", pd.DataFrame(assignments))
+    if sizes:
+        write_csv(out / "cluster_sizes.csv", pd.DataFrame(sizes))
     summary = summarize(cfg, fed, alg, frame, pd.DataFrame(assignments), engine, hw,
                         elapsed_before + time.time() - started)
     summary["train_seconds_per_round"] = float(np.median(train_seconds)) if train_seconds else None   # median: robust to warm-up
+    if sizes:
+        final_sizes = [r["size"] for r in sizes if r["round"] == cfg.rounds - 1]
+        summary["cluster_sizes"] = final_sizes
+        summary["nonempty_clusters"] = int(sum(s > 0 for s in final_sizes))
+        summary["largest_cluster_share"] = max(final_sizes) / max(sum(final_sizes), 1)
     write_json(out / "summary.json", summary)
     if cfg.plots:
         from .plots import write_run_figures
-        write_run_figures(out, frame, pd.DataFrame(assignments), fed.data, summary)
+        write_run_figures(out, frame, pd.DataFrame(assignments), fed.data, summary, pd.DataFrame(sizes))
     if ckpt_path.exists():
         ckpt_path.unlink()
     return summary

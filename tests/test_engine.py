@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from fedcluster.engine.local import LocalJob, LocalTrainer, epoch_orders
+from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule, epoch_schedule, step_schedule
 from fedcluster.engine.optim import SGD, Adam
 from fedcluster.models import LeNetCNN, LinearRegression
 from fedcluster.models.stacked import init_stack
@@ -28,8 +28,8 @@ def test_batched_equals_sequential_linear(opt, refs):
     model_fn = lambda: LinearRegression((10,))
     n, x, y, start, ref_stack, coeffs = _job(model_fn, (10,), refs=refs)
     trainer = LocalTrainer(model_fn(), "regression", opt, epochs=3, batch_size=4)
-    orders = epoch_orders(n, 3, x.shape[1], torch.Generator().manual_seed(3))
-    results = [trainer.train(LocalJob(x, y, n, start, opt.init(start), orders, ref_stack, coeffs), engine)
+    sched = epoch_schedule(n, 3, 4, x.shape[1], torch.Generator().manual_seed(3))
+    results = [trainer.train(LocalJob(x, y, torch.arange(5), start, opt.init(start), sched, ref_stack, coeffs), engine)
                for engine in ("batched", "sequential")]
     for k in start:
         assert not torch.allclose(results[0].params[k], start[k])
@@ -42,8 +42,8 @@ def test_batched_equals_sequential_cnn():
     n, x, y, start, ref_stack, coeffs = _job(model_fn, (1, 28, 28), M=3, task="classification", refs=True)
     opt = Adam(lr=1e-3)
     trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=8)
-    orders = epoch_orders(n, 1, x.shape[1], torch.Generator().manual_seed(3))
-    a, b = (trainer.train(LocalJob(x, y, n, start, opt.init(start), orders, ref_stack, coeffs), e)
+    sched = epoch_schedule(n, 1, 8, x.shape[1], torch.Generator().manual_seed(3))
+    a, b = (trainer.train(LocalJob(x, y, torch.arange(3), start, opt.init(start), sched, ref_stack, coeffs), e)
             for e in ("batched", "sequential"))
     for k in start:
         torch.testing.assert_close(a.params[k], b.params[k], rtol=1e-4, atol=1e-5)
@@ -56,8 +56,8 @@ def test_functional_adam_matches_torch_adam():
     start = init_stack(model_fn, 1, seed=0, device="cpu", dtype=torch.float32)
     opt = Adam(lr=0.1)
     trainer = LocalTrainer(model_fn(), "regression", opt, epochs=5, batch_size=16)
-    orders = torch.arange(16).repeat(1, 5, 1)
-    ours = trainer.train(LocalJob(x[None], y[None], torch.tensor([16]), start, opt.init(start), orders), "batched")
+    sched = Schedule(torch.arange(16).repeat(1, 5, 1), torch.ones(1, 5, 16, dtype=torch.bool))
+    ours = trainer.train(LocalJob(x[None], y[None], torch.tensor([0]), start, opt.init(start), sched), "batched")
 
     ref = model_fn()
     ref.linear.weight.data = start["linear.weight"][0].clone()
@@ -76,10 +76,11 @@ def test_inactive_clients_keep_state():
     x, y = torch.randn(2, 8, 3), torch.randn(2, 8)
     opt = Adam(lr=0.1)
     trainer = LocalTrainer(model_fn(), "regression", opt, epochs=1, batch_size=2)
-    orders = epoch_orders(torch.tensor([8, 2]), 1, 8, torch.Generator().manual_seed(0))
-    both = trainer.train(LocalJob(x, y, torch.tensor([8, 2]), start, opt.init(start), orders), "batched")
-    alone = trainer.train(LocalJob(x[1:], y[1:], torch.tensor([2]), {k: v[1:] for k, v in start.items()},
-                                   opt.init({k: v[1:] for k, v in start.items()}), orders[1:]), "batched")
+    sched = epoch_schedule(torch.tensor([8, 2]), 1, 2, 8, torch.Generator().manual_seed(0))
+    both = trainer.train(LocalJob(x, y, torch.tensor([0, 1]), start, opt.init(start), sched), "batched")
+    alone = trainer.train(LocalJob(x, y, torch.tensor([1]), {k: v[1:] for k, v in start.items()},
+                                   opt.init({k: v[1:] for k, v in start.items()}),
+                                   Schedule(sched.index[1:], sched.valid[1:])), "batched")
     torch.testing.assert_close(both.params["linear.weight"][1], alone.params["linear.weight"][0])
     assert both.opt_state["step"].tolist() == [4.0, 1.0]
 
@@ -95,3 +96,34 @@ def test_whole_run_same_metrics_both_engines(tmp_path, algorithm):
         assert summaries[0]["local"][key] == pytest.approx(summaries[1]["local"][key], rel=1e-4)
     for d, values in summaries[0]["centers"]["mse"].items():
         assert values == pytest.approx(summaries[1]["centers"]["mse"][d], rel=1e-4)
+
+
+def test_step_schedule_gives_exact_steps_and_covers_data():
+    """`steps` mode: every client takes exactly `steps` steps of min(B, n) samples, walking
+    through fresh permutations of its data (no sample repeats before all were seen)."""
+    n = torch.tensor([100, 7, 32, 1])
+    sched = step_schedule(n, steps=10, batch_size=32, g=torch.Generator().manual_seed(0))
+    assert sched.index.shape == (4, 10, 32)
+    assert sched.valid.sum((1, 2)).tolist() == [320, 70, 320, 10]
+    first = sched.index[0][sched.valid[0]][:100]          # client 0: first 100 draws = one permutation
+    assert sorted(first.tolist()) == list(range(100))
+    assert (sched.index[1][sched.valid[1]] < 7).all()
+
+
+def test_offsets_batched_equals_sequential_and_change_the_result():
+    """Fed-CAM's additive objective loss(offset + f(x; w)): both engines agree, and the frozen
+    offset really enters the gradient."""
+    model_fn = lambda: LeNetCNN((1, 28, 28), 10)
+    n, x, y, start, _, _ = _job(model_fn, (1, 28, 28), M=3, task="classification")
+    offsets = torch.randn(4, x.shape[1], 10, generator=torch.Generator().manual_seed(5)) * 3
+    rows = torch.tensor([0, 2, 2, 1])                      # rows may repeat a client (two threads)
+    start4 = {k: torch.cat([v, v[:1]]) for k, v in start.items()}
+    opt = SGD(lr=0.05, momentum=0.9)
+    trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=4, steps=3)
+    sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(1))
+    job = lambda off: LocalJob(x, y, rows, start4, opt.init(start4), sched, offsets=off)
+    a, b = (trainer.train(job(offsets), e) for e in ("batched", "sequential"))
+    plain = trainer.train(job(None), "batched")
+    for k in start:
+        torch.testing.assert_close(a.params[k], b.params[k], rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(a.params["classifier.4.weight"], plain.params["classifier.4.weight"])

@@ -1,9 +1,13 @@
 """Algorithms (conf/algorithm/*.yaml): each decides assignment, selection, local objective
 and aggregation; the shared round loop lives in fedcluster.runner."""
 from .base import Algorithm, Federation, RoundPlan
+from .cam import CAM
+from .ensemble import Ensemble
 from .fedavg import FedAvg, FedProx
 from .fedsoft import FedSoft
+from .fesem import FeSEM
 from .ifca import IFCA
 from .local_only import LocalOnly
 
-__all__ = ["Algorithm", "Federation", "RoundPlan", "FedAvg", "FedProx", "FedSoft", "IFCA", "LocalOnly"]
+__all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "Ensemble", "FedAvg", "FedProx", "FedSoft", "FeSEM",
+           "IFCA", "LocalOnly"]

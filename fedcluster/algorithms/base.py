@@ -3,14 +3,15 @@
 Each round the loop asks `plan(t)` which clients train, from which parameters and on
 which proximal objective; it trains them (batched or sequential engine) and hands the
 results to `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
-on every distribution's test set and `local_models()` on every client's data."""
-from dataclasses import dataclass
-from typing import Callable, Optional
+on every distribution's test set and `local_outputs()` (each client's own predictor) on
+every client's data."""
+from dataclasses import dataclass, replace
+from typing import Callable, List, Optional
 
 import torch
 
 from ..data import FederatedData
-from ..engine.evaluate import losses_on_clients
+from ..engine.evaluate import losses_on_clients, outputs_paired
 from ..models.stacked import Stack, init_stack
 from ..rng import derived_seed, generator
 
@@ -21,6 +22,41 @@ class RoundPlan:
     start: Stack                           # [M] their starting parameters
     refs: Optional[Stack] = None           # [R] proximal reference models
     coeffs: Optional[torch.Tensor] = None  # [M, R] proximal coefficients
+    offsets: Optional[torch.Tensor] = None # [M, Nmax, C] frozen logits added to the outputs (Fed-CAM)
+
+
+def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
+    """One plan that trains the rows of all `plans` together (each keeps its own proximal
+    references: coefficients become block-diagonal). Used to train several models per
+    client in one batched computation (Fed-CAM's two threads, ensemble members)."""
+    clients = torch.cat([p.clients for p in plans])
+    start = {k: torch.cat([p.start[k] for p in plans]) for k in plans[0].start}
+    with_refs = [p for p in plans if p.refs is not None]
+    refs = coeffs = None
+    if with_refs:
+        refs = {k: torch.cat([p.refs[k] for p in with_refs]) for k in with_refs[0].refs}
+        R = next(iter(refs.values())).shape[0]
+        like = with_refs[0].coeffs
+        coeffs = torch.zeros(len(clients), R, dtype=like.dtype, device=like.device)
+        row = col = 0
+        for p in plans:
+            if p.refs is not None:
+                r = p.coeffs.shape[1]
+                coeffs[row: row + len(p.clients), col: col + r] = p.coeffs
+                col += r
+            row += len(p.clients)
+    offsets = None
+    if any(p.offsets is not None for p in plans):
+        if not all(p.offsets is not None for p in plans):
+            raise ValueError("concat_plans: either every plan has offsets or none")
+        offsets = torch.cat([p.offsets for p in plans])
+    return RoundPlan(clients, start, refs, coeffs, offsets)
+
+
+def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
+    """Inverse of concatenating plans: the trained rows of each plan, in order."""
+    parts = {k: torch.split(v, sizes) for k, v in stack.items()}
+    return [{k: parts[k][i] for k in stack} for i in range(len(sizes))]
 
 
 @dataclass
@@ -32,6 +68,15 @@ class Federation:
     seed: int
     device: torch.device
     dtype: torch.dtype
+    train_offsets: Optional[torch.Tensor] = None   # [N, Nmax, C] added to every model's outputs (Fed-CAM)
+
+    def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
+        """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
+        return replace(self, train_offsets=offsets)
+
+    def with_seed(self, seed: int) -> "Federation":
+        """A view with its own random streams (an ensemble member)."""
+        return replace(self, seed=seed)
 
     @property
     def num_clients(self) -> int:
@@ -51,13 +96,12 @@ class Federation:
     def train_losses(self, models: Stack) -> torch.Tensor:
         """Per-sample loss of each model on each client's training data: [K, N, Nmax] (padding = +inf)."""
         tr = self.data.train
-        losses = losses_on_clients(self.model, self.data.task, models, tr.x, tr.y)
-        return losses.masked_fill(~tr.mask.unsqueeze(0), float("inf"))
+        return losses_on_clients(self.model, self.data.task, models, tr.x, tr.y, tr.mask, self.train_offsets)
 
     def mean_train_losses(self, models: Stack) -> torch.Tensor:
         """Mean loss of each model on each client's training data: [N, K]."""
         losses = self.train_losses(models).masked_fill(~self.data.train.mask.unsqueeze(0), 0.0)
-        return (losses.sum(2) / self.sizes.to(losses.dtype)).T
+        return (losses.sum(2) / self.sizes.clamp_min(1).to(losses.dtype)).T
 
     def sample_clients(self, fraction: float, t: int) -> torch.Tensor:
         """A random subset of round(fraction * N) clients (all when fraction = 1)."""
@@ -89,9 +133,21 @@ class Algorithm:
         """[N] each client's own (personalized) model."""
         raise NotImplementedError
 
+    def local_outputs(self, fed: Federation, split, batched: bool) -> torch.Tensor:
+        """Each client's predictor on its own samples of `split` (a ClientSplit): [N, Nmax, ...].
+        Default: the client's local model; additive and ensemble methods override it."""
+        return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, batched)
+
     def assignment_weights(self) -> Optional[torch.Tensor]:
         """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""
         return None
+
+    def cluster_sizes(self) -> Optional[torch.Tensor]:
+        """[K] clients per cluster (by largest weight), for the clustering-collapse plots."""
+        w = self.assignment_weights()
+        if w is None:
+            return None
+        return torch.bincount(w.argmax(1), minlength=w.shape[1])
 
     def state_dict(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, (torch.Tensor, dict)) and not k.startswith("_")}

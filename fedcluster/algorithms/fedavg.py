@@ -1,6 +1,7 @@
 """FedAvg (McMahan et al. 2017) and FedProx (Li et al. 2020): one global model."""
 import torch
 
+from ..engine.evaluate import outputs_on_clients
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from .base import Algorithm, RoundPlan, weighted_mean_rows
@@ -33,6 +34,9 @@ class FedAvg(Algorithm):
 
     def local_models(self, fed):
         return repeat(self.global_model, torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device))
+
+    def local_outputs(self, fed, split, batched):
+        return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]
 
 
 class FedProx(FedAvg):

@@ -1,19 +1,40 @@
 """IFCA (Ghosh et al., NeurIPS 2020), model-averaging variant."""
 import torch
 
-from ..models.stacked import repeat
+from ..errors import ConfigError
+from ..models.stacked import Stack, repeat
 from .base import Algorithm, RoundPlan, weighted_mean_rows
+
+UPDATES = ("mean", "eq6")
+
+
+def global_share_update(centers: Stack, trained: Stack, groups: torch.Tensor, sizes: torch.Tensor,
+                        total: float) -> Stack:
+    """Fed-CAM eq. (6): Theta_k <- (1 - sum_{i in C_k} n_i/n) Theta_k + sum_{i in C_k} n_i/n theta_i,
+    with n the data size of all clients: a cluster model moves by its share of all data."""
+    K = next(iter(centers.values())).shape[0]
+    w = torch.zeros(len(groups), K, dtype=torch.float64, device=groups.device)
+    w[torch.arange(len(groups), device=groups.device), groups] = sizes.double() / total     # [M, K]
+    keep = 1 - w.sum(0)                                                                      # [K]
+    out = {}
+    for k, c in centers.items():
+        mixed = torch.einsum("mk,m...->k...", w.to(c.dtype), trained[k])
+        out[k] = keep.to(c.dtype).view(-1, *([1] * (c.dim() - 1))) * c + mixed
+    return out
 
 
 class IFCA(Algorithm):
     """Each round every client takes the cluster model with the smallest mean loss on its
-    training data (hard assignment); participating clients train from that model, and each
-    cluster model becomes the n_k-weighted mean of its clients' results (unchanged if it got
-    none). A client's local model is its assigned cluster model."""
+    training data (hard assignment); participating clients train from that model. Cluster
+    update `mean`: each cluster model becomes the n_k-weighted mean of its clients' results
+    (unchanged if it got none), as in IFCA; `eq6`: Fed-CAM's eq. (6), used by IFCA-CAM.
+    A client's local model is its assigned cluster model."""
     name = "ifca"
 
-    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0):
-        self.num_clusters, self.client_fraction = num_clusters, client_fraction
+    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, update: str = "mean"):
+        if update not in UPDATES:
+            raise ConfigError(f"algorithm.update={update!r} is unknown; allowed: {list(UPDATES)}")
+        self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
 
     def setup(self, fed):
         self.centers = fed.init_models(self.num_clusters, "centers")
@@ -27,6 +48,9 @@ class IFCA(Algorithm):
     def aggregate(self, t, plan, trained, fed):
         groups = self.assignment[plan.clients]
         sizes = fed.sizes[plan.clients].double()
+        if self.update == "eq6":
+            self.centers = global_share_update(self.centers, trained, groups, sizes, float(fed.sizes.sum()))
+            return
         for j in range(self.num_clusters):
             members = torch.nonzero(groups == j).squeeze(1)
             if len(members):

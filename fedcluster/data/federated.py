@@ -1,10 +1,10 @@
 """Client data as padded, stacked tensors that stay resident on the device."""
 from dataclasses import dataclass, fields
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
-from ..partitions import PartitionPlan
+from ..partitions import LabelSplit, PartitionPlan
 from ..rng import generator
 
 
@@ -35,6 +35,7 @@ class FederatedData:
     local_test: ClientSplit
     source_test: List[Tuple[torch.Tensor, torch.Tensor]]   # held-out test set of each distribution
     mixture: torch.Tensor                                  # [N, S] ground truth
+    truth: Optional[torch.Tensor] = None                   # [N] ground-truth cluster (None: mixture's argmax)
 
     @property
     def num_clients(self) -> int:
@@ -47,12 +48,25 @@ class FederatedData:
     def dominant_distribution(self) -> torch.Tensor:
         return self.mixture.argmax(1)
 
+    @property
+    def num_true_clusters(self) -> Optional[int]:
+        """K of a cluster-wise label partition; None otherwise."""
+        return None if self.truth is None else int(self.truth.max()) + 1
+
+    @property
+    def cluster_truth(self) -> Optional[torch.Tensor]:
+        """[N] the ground-truth cluster of each client, for ARI; None where the partition has
+        no clusters (client-wise label skew). Mixture partitions: the dominant distribution."""
+        if self.truth is not None:
+            return self.truth
+        return self.dominant_distribution() if self.mixture.numel() else None
+
     def to(self, device, dtype):
         cast = lambda y: y.to(device, dtype if y.is_floating_point() else None)
         return FederatedData(self.task, self.num_classes, self.in_shape, self.distribution_names,
                              self.train.to(device, dtype), self.local_test.to(device, dtype),
                              [(x.to(device, dtype), cast(y)) for x, y in self.source_test],
-                             self.mixture.to(device))
+                             self.mixture.to(device), None if self.truth is None else self.truth.to(device))
 
 
 def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], in_shape) -> ClientSplit:
@@ -98,3 +112,25 @@ def build_federated_data(source, plan: PartitionPlan, seed: int) -> FederatedDat
                          _stack(merge(train_parts, "order-train"), source.in_shape),
                          _stack(merge(test_parts, "order-test"), source.in_shape),
                          source_test, plan.mixture)
+
+
+def build_label_federated_data(source, partition, seed: int) -> FederatedData:
+    """Split one labelled pool over clients by class (a label partition): each client's
+    training samples come from the source's training pool and its held-out local test
+    samples from the source's test pool, with the same class shares."""
+    from ..errors import ConfigError
+    if source.task != "classification" or len(source.distribution_names) != 1:
+        raise ConfigError(f"partition={partition.name} splits one labelled pool by class; the dataset has "
+                          f"{len(source.distribution_names)} distributions ({source.distribution_names}). "
+                          "Use dataset.distributions='[{rotation: 0}]'")
+    tx, ty = source.pool("train")
+    vx, vy = source.pool("test")
+    split = partition.split(ty, vy, source.num_classes, generator(seed, "partition"))
+
+    def clients(x, y, parts):
+        return _stack([(x[idx], y[idx], torch.zeros(len(idx), dtype=torch.long)) for idx in parts], source.in_shape)
+
+    N = len(split.train)
+    return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),
+                         clients(tx, ty, split.train), clients(vx, vy, split.test), [],
+                         torch.zeros(N, 0), split.truth)

@@ -22,7 +22,8 @@ class ImageSource:
     task = "classification"
 
     def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
-                 test_size: Optional[int] = None, seed: int = 0, reader_kwargs: Optional[dict] = None):
+                 test_size: Optional[int] = None, seed: int = 0, reader_kwargs: Optional[dict] = None,
+                 train_size: Optional[int] = None):
         if name not in READERS:
             raise ConfigError(f"dataset.name={name!r} is unknown; allowed: {sorted(READERS)}")
         if not distributions:
@@ -35,7 +36,7 @@ class ImageSource:
                 raise ConfigError(f"subset={spec['subset']!r} is unknown for {name}; "
                                   f"allowed: {sorted(SUBSETS.get(name, {})) or 'none'}")
         tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **(reader_kwargs or {}))
-        self.test_size = test_size
+        self.test_size, self.train_size, self.seed = test_size, train_size, seed
         self.distribution_names = [
             (f"{s['subset']}_" if s["subset"] else "") + f"rot{s['rotation']}" for s in self.specs]
         self.in_shape = tuple(tx.shape[1:])
@@ -66,6 +67,22 @@ class ImageSource:
                 pools[member] = (x[idx[part]], labels[part])
         return pools
 
+    def _images(self, x: torch.Tensor, distribution: int) -> torch.Tensor:
+        """uint8 images -> floats in [0, 1], rotated by the distribution's angle (counter-clockwise)."""
+        images = x.float() / 255.0
+        k = self.specs[distribution]["rotation"] // 90
+        return torch.rot90(images, k, dims=(-2, -1)) if k else images
+
+    def pool(self, split: str, distribution: int = 0):
+        """Every image of `split` in one distribution (a random train_size / test_size of them
+        when those are set), for label partitions."""
+        x, y = self._pools[split][distribution]
+        limit = self.train_size if split == "train" else self.test_size
+        if limit is not None and limit < len(y):
+            keep = torch.randperm(len(y), generator=generator(self.seed, f"subsample-{split}"))[:limit]
+            x, y = x[keep], y[keep]
+        return self._images(x, distribution), y
+
     def sample(self, split, distribution, n, g):
         x, y = self._pools[split][distribution]
         if n is None:
@@ -75,8 +92,4 @@ class ImageSource:
                 f"distribution {self.distribution_names[distribution]} has {len(y)} {split} images but the "
                 f"partition asks for {n}; lower partition.num_clients or the per-client sample sizes")
         pick = torch.randperm(len(y), generator=g)[:n]
-        images = x[pick].float() / 255.0
-        k = self.specs[distribution]["rotation"] // 90
-        if k:
-            images = torch.rot90(images, k, dims=(-2, -1))   # counter-clockwise
-        return images, y[pick]
+        return self._images(x[pick], distribution), y[pick]

@@ -1,15 +1,19 @@
 """Local training of the round's clients: a batched engine and a sequential reference.
 
-Both minimise, for each client m, the local objective
+Both minimise, for each job row m (a client training one model), the local objective
 
-    mean_{batch} loss(w_m; x, y) + 1/2 * sum_r coeff[m, r] * ||w_m - ref_r||^2
+    mean_{batch} loss(offset_m(x) + f(x; w_m), y) + 1/2 * sum_r coeff[m, r] * ||w_m - ref_r||^2
 
-which covers plain local training (no references), FedProx (one reference, the global
-model, coeff = mu) and FedSoft's proximal objective h_k (eq. 4: references = the S centers,
-coeff = lambda * u_ks). Both engines visit the same mini-batches in the same order (given
-by `orders`) and apply the same optimizer code, so they give the same numbers up to
-floating-point summation order."""
-import math
+which covers plain local training (no references, no offset), FedProx (one reference, the
+global model, coeff = mu), FedSoft's proximal objective h_k (eq. 4: references = the S
+centers, coeff = lambda * u_ks), FeSEM's pull towards the assigned center, and Fed-CAM's
+additive model (eq. 1): `offset` holds the frozen partner model's logits on the client's
+samples (h(x; Theta_g) while training a cluster model, eq. 5; f(x; Theta_c(i)) while
+training the global one, eq. 8).
+
+Both engines visit the same mini-batches in the same order (the job's `schedule`) and
+apply the same optimizer code, so they give the same numbers up to floating-point
+summation order."""
 from dataclasses import dataclass
 from typing import Optional
 
@@ -21,23 +25,31 @@ from .losses import per_sample_loss
 
 
 @dataclass
+class Schedule:
+    """Which samples each job row uses at each optimizer step."""
+    index: torch.Tensor    # [M, steps, B] sample positions within the row's client data
+    valid: torch.Tensor    # [M, steps, B] bool; a step with no valid entry leaves the row untouched
+
+
+@dataclass
 class LocalJob:
-    x: torch.Tensor                 # [M, Nmax, *in_shape] training samples of the M clients
-    y: torch.Tensor                 # [M, Nmax]
-    n: torch.Tensor                 # [M] samples per client
+    x: torch.Tensor                 # [N, Nmax, *in_shape] training samples of all clients (not copied)
+    y: torch.Tensor                 # [N, Nmax]
+    rows: torch.Tensor              # [M] client (data row) trained by each job row; may repeat
     start: Stack                    # [M] starting parameters
     opt_state: dict                 # [M] optimizer state
-    orders: torch.Tensor            # [M, epochs, Nmax] sample order per epoch (first n[m] entries valid)
-    refs: Optional[Stack] = None    # [R] proximal reference models, shared by all clients
-    coeffs: Optional[torch.Tensor] = None   # [M, R]
+    schedule: Schedule
+    refs: Optional[Stack] = None    # [R] proximal reference models, shared by all rows
+    coeffs: Optional[torch.Tensor] = None    # [M, R]
+    offsets: Optional[torch.Tensor] = None   # [M, Nmax, C] frozen logits added to the model's output
 
 
 @dataclass
 class LocalResult:
     params: Stack
     opt_state: dict
-    last_loss: torch.Tensor         # [M] data loss of the last batch each client trained on
-    finite: torch.Tensor            # [M] False if any step of that client saw a NaN/inf loss
+    last_loss: torch.Tensor         # [M] data loss of the last batch each row trained on
+    finite: torch.Tensor            # [M] False if any step of that row saw a NaN/inf loss
 
 
 def epoch_orders(n: torch.Tensor, epochs: int, width: int, g: torch.Generator) -> torch.Tensor:
@@ -47,13 +59,60 @@ def epoch_orders(n: torch.Tensor, epochs: int, width: int, g: torch.Generator) -
     return torch.argsort(keys, dim=-1)
 
 
-class LocalTrainer:
-    def __init__(self, model: torch.nn.Module, task: str, optimizer, epochs: int, batch_size: int):
-        self.model, self.task, self.optimizer = model, task, optimizer
-        self.epochs, self.batch_size = epochs, batch_size
+def epoch_schedule(n: torch.Tensor, epochs: int, batch_size: int, width: int, g: torch.Generator) -> Schedule:
+    """`epochs` passes over each client's data in batches of `batch_size` (the last one
+    smaller); clients with fewer batches sit out the remaining steps of each epoch."""
+    n = n.cpu()
+    orders = epoch_orders(n, epochs, width, g)                     # [M, E, W]
+    per_epoch = -(-max(int(n.max()), 1) // batch_size)
+    pad = per_epoch * batch_size - width
+    if pad > 0:
+        orders = torch.cat([orders, torch.zeros(*orders.shape[:2], pad, dtype=orders.dtype)], dim=2)
+    orders = orders[:, :, : per_epoch * batch_size]
+    pos = torch.arange(per_epoch * batch_size)
+    valid = (pos[None, :] < n[:, None])[:, None, :].expand(-1, epochs, -1)
+    shape = (len(n), epochs * per_epoch, batch_size)
+    return Schedule(orders.reshape(shape), valid.reshape(shape))
 
-    def objective(self, params, x, y, valid, coeffs, refs):
+
+def step_schedule(n: torch.Tensor, steps: int, batch_size: int, g: torch.Generator) -> Schedule:
+    """Exactly `steps` optimizer steps per client, each on min(batch_size, n) samples drawn
+    without replacement from a stream of fresh permutations of the client's data (Fed-CAM §5:
+    '10 local steps' of batch 32 per round, whatever the client's data size)."""
+    n = n.cpu()
+    M = len(n)
+    index = torch.zeros(M, steps, batch_size, dtype=torch.long)
+    valid = torch.zeros(M, steps, batch_size, dtype=torch.bool)
+    for m in range(M):
+        n_m = int(n[m])
+        if n_m == 0:
+            continue
+        b = min(batch_size, n_m)
+        need = steps * b
+        stream = torch.cat([torch.randperm(n_m, generator=g) for _ in range(-(-need // n_m))])[:need]
+        index[m, :, :b] = stream.view(steps, b)
+        valid[m, :, :b] = True
+    return Schedule(index, valid)
+
+
+class LocalTrainer:
+    """Local solver: `epochs` passes over the data, or exactly `steps` mini-batch steps when
+    steps is set."""
+
+    def __init__(self, model: torch.nn.Module, task: str, optimizer, epochs: int, batch_size: int,
+                 steps: Optional[int] = None):
+        self.model, self.task, self.optimizer = model, task, optimizer
+        self.epochs, self.batch_size, self.steps = epochs, batch_size, steps
+
+    def schedule(self, n: torch.Tensor, width: int, g: torch.Generator) -> Schedule:
+        if self.steps:
+            return step_schedule(n, self.steps, self.batch_size, g)
+        return epoch_schedule(n, self.epochs, self.batch_size, width, g)
+
+    def objective(self, params, x, y, valid, coeffs, refs, offset):
         out = functional_call(self.model, params, (x,))
+        if offset is not None:
+            out = out + offset
         losses = per_sample_loss(self.task, out, y)
         data_loss = (losses * valid).sum() / valid.sum().clamp_min(1)
         total = data_loss
@@ -62,60 +121,57 @@ class LocalTrainer:
             total = total + 0.5 * (coeffs * sq).sum()
         return total, data_loss
 
-    # -- batched: all clients step together under vmap -------------------------------------
+    # -- batched: all rows step together under vmap -----------------------------------------
     def train_batched(self, job: LocalJob) -> LocalResult:
-        M = job.n.shape[0]
-        B = self.batch_size
-        has_refs = job.refs is not None
-        step_grad = vmap(grad(self.objective, has_aux=True),
-                         in_dims=(0, 0, 0, 0, 0 if has_refs else None, None))
-        params, state = job.start, job.opt_state
         device = job.x.device
-        n = job.n.to(device)
-        rows = torch.arange(M, device=device)[:, None]
+        rows = job.rows.to(device)
+        M = len(rows)
+        has_refs, has_offsets = job.refs is not None, job.offsets is not None
+        step_grad = vmap(grad(self.objective, has_aux=True),
+                         in_dims=(0, 0, 0, 0, 0 if has_refs else None, None, 0 if has_offsets else None))
+        params, state = job.start, job.opt_state
+        index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
         last = torch.zeros(M, device=device)
         finite = torch.ones(M, dtype=torch.bool, device=device)
-        orders = job.orders.to(device)
-        steps = math.ceil(int(job.n.max()) / B)
-        for e in range(self.epochs):
-            for j in range(steps):
-                pos = j * B + torch.arange(B, device=device)
-                pos = pos[pos < orders.shape[-1]]
-                idx = orders[:, e, pos]                       # [M, b]
-                valid = pos[None, :] < n[:, None]             # [M, b]
-                active = valid.any(1)
-                g, data_loss = step_grad(params, job.x[rows, idx], job.y[rows, idx], valid.to(job.x.dtype),
-                                         job.coeffs if has_refs else None, job.refs)
-                params, state = self.optimizer.update(params, g, state, active)
-                last = torch.where(active, data_loss.detach(), last)
-                finite &= torch.isfinite(data_loss) | ~active
+        job_rows = torch.arange(M, device=device)[:, None]
+        for s in range(index.shape[1]):
+            idx, valid = index[:, s], valid_all[:, s]               # [M, B]
+            active = valid.any(1)
+            offset = job.offsets[job_rows, idx] if has_offsets else None
+            g, data_loss = step_grad(params, job.x[rows[:, None], idx], job.y[rows[:, None], idx],
+                                     valid.to(job.x.dtype), job.coeffs if has_refs else None, job.refs, offset)
+            params, state = self.optimizer.update(params, g, state, active)
+            last = torch.where(active, data_loss.detach(), last)
+            finite &= torch.isfinite(data_loss) | ~active
         return LocalResult(params, state, last, finite)
 
-    # -- sequential reference: one client at a time, plain autograd on its own batches -------
+    # -- sequential reference: one row at a time, plain autograd on its own batches ----------
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
         single_grad = grad(self.objective, has_aux=True)
         params = {k: v.clone() for k, v in job.start.items()}
         state = take_state(job.opt_state, slice(None))
-        M = job.n.shape[0]
-        last = torch.zeros(M, device=job.x.device)
-        finite = torch.ones(M, dtype=torch.bool, device=job.x.device)
-        one = torch.ones(1, dtype=torch.bool, device=job.x.device)
+        device = job.x.device
+        M = len(job.rows)
+        last = torch.zeros(M, device=device)
+        finite = torch.ones(M, dtype=torch.bool, device=device)
+        one = torch.ones(1, dtype=torch.bool, device=device)
         for m in range(M):
+            client = int(job.rows[m])
             p = {k: v[m: m + 1] for k, v in params.items()}
             s = take_state(state, slice(m, m + 1))
-            n_m = int(job.n[m])
             coeffs = job.coeffs[m] if job.refs is not None else None
-            for e in range(self.epochs):
-                order = job.orders[m, e, :n_m].to(job.x.device)
-                for start in range(0, n_m, self.batch_size):
-                    idx = order[start: start + self.batch_size]
-                    x, y = job.x[m, idx], job.y[m, idx]
-                    valid = torch.ones(len(idx), dtype=job.x.dtype, device=job.x.device)
-                    g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs)
-                    p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
-                    last[m] = data_loss.detach()
-                    finite[m] &= bool(torch.isfinite(data_loss))
+            for step in range(job.schedule.index.shape[1]):
+                idx = job.schedule.index[m, step][job.schedule.valid[m, step]].to(device)
+                if len(idx) == 0:
+                    continue
+                x, y = job.x[client, idx], job.y[client, idx]
+                offset = job.offsets[m, idx] if job.offsets is not None else None
+                valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
+                g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset)
+                p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
+                last[m] = data_loss.detach()
+                finite[m] &= bool(torch.isfinite(data_loss))
             for k in params:
                 params[k][m] = p[k][0]
             put_state(state, slice(m, m + 1), s)

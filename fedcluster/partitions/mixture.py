@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 @dataclass

@@ -1,0 +1,103 @@
+"""Clustered additive modeling (Ma, Zhou, Long et al., 'Structured federated learning through
+clustered additive modeling', Fed-CAM Algorithm 1): a wrapper that turns a clustered
+algorithm (IFCA, FeSEM) into its CAM version."""
+import torch
+
+from ..engine.evaluate import outputs_on_clients, outputs_paired
+from ..errors import ConfigError
+from ..models.stacked import repeat
+from .base import Algorithm, RoundPlan, concat_plans, split_rows, weighted_mean_rows
+
+WARMUPS = ("fedavg", "base")
+
+
+class CAM(Algorithm):
+    """Client i predicts h(x; Theta_g) + f(x; Theta_c(i)) (eq. 1). Each round, after warm-up:
+
+    - the base algorithm assigns clusters and plans its cluster-model training, seeing every
+      loss as that of the additive model (min-loss assignment, eq. 2);
+    - two local trainings per client run together in one batched computation: theta_i from the
+      base's start model on loss(h(x; Theta_g) + f(x; theta_i)) (eq. 5 / eq. 13), and
+      theta_i^0 from Theta_g on loss(h(x; theta_i^0) + f(x; Theta_c(i))) (eq. 8 / eq. 15), each
+      with the other model frozen at its value from the start of the round;
+    - the base aggregates the theta_i (eq. 6 / eq. 11); Theta_g = sum_i n_i/n theta_i^0 (eq. 9).
+
+    Warm-up (Alg. 1): `fedavg` trains Theta_g alone by FedAvg for `warmup_rounds` rounds
+    (IFCA-CAM); `base` runs the base algorithm's own start-up alone (FeSEM-CAM: local
+    training, then the first clustering). During warm-up a client predicts with the model
+    being warmed up."""
+    name = "cam"
+
+    def __init__(self, base: Algorithm, warmup_rounds: int = 30, warmup: str = "fedavg"):
+        if warmup not in WARMUPS:
+            raise ConfigError(f"algorithm.warmup={warmup!r} is unknown; allowed: {list(WARMUPS)}")
+        if warmup_rounds < 0:
+            raise ConfigError(f"algorithm.warmup_rounds={warmup_rounds} must be >= 0")
+        self.base, self.warmup_rounds, self.warmup = base, warmup_rounds, warmup
+        self.name = f"{base.name}_cam"
+        self.round = 0
+
+    def setup(self, fed):
+        self.base.setup(fed)
+        self.global_model = fed.init_models(1, "global")
+
+    def phase(self, t: int) -> str:
+        return self.warmup if t < self.warmup_rounds else "cam"
+
+    def global_logits(self, fed, split) -> torch.Tensor:
+        """h(x; Theta_g) on every client's samples of `split`: [N, Nmax, C]."""
+        return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]
+
+    def plan(self, t, fed):
+        self.round = t
+        phase = self.phase(t)
+        if phase == "fedavg":
+            clients = torch.arange(fed.num_clients, device=fed.device)
+            return RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)))
+        if phase == "base":
+            return self.base.plan(t, fed)
+        tr = fed.data.train
+        h = self.global_logits(fed, tr)
+        cluster_plan = self.base.plan(t, fed.with_offsets(h))
+        clients = cluster_plan.clients
+        cluster_plan.offsets = h[clients]
+        partner = outputs_paired(fed.model, cluster_plan.start, tr.x, tr.n, batched=False, rows=clients)
+        global_plan = RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)), offsets=partner)
+        self._base_plan = cluster_plan
+        return concat_plans([cluster_plan, global_plan])
+
+    def aggregate(self, t, plan, trained, fed):
+        phase = self.phase(t)
+        if phase == "fedavg":
+            self.global_model = weighted_mean_rows(trained, torch.arange(len(plan.clients), device=fed.device),
+                                                   fed.sizes[plan.clients].double())
+            return
+        if phase == "base":
+            self.base.aggregate(t, plan, trained, fed)
+            return
+        M = len(self._base_plan.clients)
+        cluster_part, global_part = split_rows(trained, [M, M])
+        self.base.aggregate(t, self._base_plan, cluster_part, fed)
+        self.global_model = weighted_mean_rows(global_part, torch.arange(M, device=fed.device),
+                                               fed.sizes[self._base_plan.clients].double())   # eq. (9)
+
+    def local_outputs(self, fed, split, batched):
+        phase = self.phase(self.round)
+        if phase == "fedavg":
+            return self.global_logits(fed, split)
+        if phase == "base":
+            return self.base.local_outputs(fed, split, batched)
+        return self.global_logits(fed, split) + self.base.local_outputs(fed, split, batched)
+
+    def local_models(self, fed):
+        return self.base.local_models(fed)
+
+    def assignment_weights(self):
+        return None if self.phase(self.round) == "fedavg" else self.base.assignment_weights()
+
+    def state_dict(self):
+        return {"global_model": self.global_model, "round": self.round, "base": self.base.state_dict()}
+
+    def load_state_dict(self, state):
+        self.global_model, self.round = state["global_model"], state["round"]
+        self.base.load_state_dict(state["base"])

@@ -1,0 +1,56 @@
+"""FedAvg+ / FedProx+ (Fed-CAM §5 baselines): K independently trained single-model
+federations, combined by soft voting."""
+import copy
+
+import torch
+
+from ..rng import derived_seed
+from .base import Algorithm, concat_plans, split_rows
+
+
+class Ensemble(Algorithm):
+    """`num_clusters` copies of `base` (FedAvg or FedProx), each with its own initialisation
+    and random streams, trained side by side on all clients (one batched computation per
+    round). A client predicts with the mean of the members' softmax outputs (soft voting);
+    the returned scores are the log of that mean, so argmax and cross-entropy apply."""
+    name = "ensemble"
+
+    def __init__(self, base: Algorithm, num_clusters: int = 5):
+        self.base_name = base.name
+        self.name = f"{base.name}_ensemble"
+        self.members = [copy.deepcopy(base) for _ in range(num_clusters)]
+
+    def _view(self, fed, j: int):
+        return fed.with_seed(derived_seed(fed.seed, "ensemble-member", j))
+
+    def setup(self, fed):
+        for j, member in enumerate(self.members):
+            member.setup(self._view(fed, j))
+
+    def plan(self, t, fed):
+        self._plans = [m.plan(t, self._view(fed, j)) for j, m in enumerate(self.members)]
+        return concat_plans(self._plans)
+
+    def aggregate(self, t, plan, trained, fed):
+        parts = split_rows(trained, [len(p.clients) for p in self._plans])
+        for j, (member, p, part) in enumerate(zip(self.members, self._plans, parts)):
+            member.aggregate(t, p, part, self._view(fed, j))
+
+    def local_outputs(self, fed, split, batched):
+        return soft_vote([m.local_outputs(self._view(fed, j), split, batched) for j, m in enumerate(self.members)])
+
+    def local_models(self, fed):
+        return self.members[0].local_models(fed)
+
+    def state_dict(self):
+        return {"members": [m.state_dict() for m in self.members]}
+
+    def load_state_dict(self, state):
+        for m, s in zip(self.members, state["members"]):
+            m.load_state_dict(s)
+
+
+def soft_vote(logits) -> torch.Tensor:
+    """log of the mean of softmax(logits_j) over members j."""
+    probs = torch.stack([torch.softmax(z, dim=-1) for z in logits]).mean(0)
+    return probs.clamp_min(1e-30).log()

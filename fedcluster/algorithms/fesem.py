@@ -1,0 +1,95 @@
+"""FeSEM (Xie, Long et al., 'Multi-center federated learning', 2021)."""
+import torch
+
+from ..errors import ConfigError
+from ..models.stacked import Stack, repeat
+from .base import Algorithm, RoundPlan
+from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
+
+DISTANCES = ("all", "fc")
+
+
+def fc_parameter_names(model: torch.nn.Module):
+    """Names of the parameters of the fully connected (nn.Linear) layers."""
+    return [f"{mod_name}.{p}" if mod_name else p
+            for mod_name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear)
+            for p, _ in mod.named_parameters(recurse=False)]
+
+
+class FeSEM(Algorithm):
+    """K-means over client models. Each round a client starts from its cluster's model
+    Theta_c(i) (Fed-CAM Alg. 1 line 4) and trains loss + lam/2 ||theta - Theta_c(i)||^2
+    (eq. 13, the K-means regulariser of eq. 12); the server then runs weighted K-means on the
+    trained models, starting from the current centers: c(i) = nearest center, Theta_k = the
+    n_i-weighted centroid of its clients (eq. 11), iterated to convergence (<= kmeans_iters).
+
+    Start-up: for `warmup_rounds` rounds every client trains its own model (from one common
+    initialisation, no regulariser); after the last of them the first K centers come from
+    k-means++ seeding on those models. Plain FeSEM uses 1 such round; FeSEM-CAM uses beta
+    (Fed-CAM: "beta epochs of local training only ... then clustering").
+
+    `distance_on`: 'all' parameters, or 'fc' = the fully connected layers only (Fed-CAM §5
+    for FeSEM-CAM). eq. 13 also scales the data gradient by n_i/n; we leave it out, as it
+    would make the step size depend on the number of clients (plain SGD on the objective)."""
+    name = "fesem"
+
+    def __init__(self, num_clusters: int = 2, lam: float = 0.01, distance_on: str = "all",
+                 kmeans_iters: int = 10, warmup_rounds: int = 1):
+        if distance_on not in DISTANCES:
+            raise ConfigError(f"algorithm.distance_on={distance_on!r} is unknown; allowed: {list(DISTANCES)}")
+        if lam < 0 or kmeans_iters < 1 or warmup_rounds < 1:
+            raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, warmup_rounds >= 1; got {lam}, "
+                              f"{kmeans_iters}, {warmup_rounds}")
+        self.num_clusters, self.lam, self.distance_on = num_clusters, lam, distance_on
+        self.kmeans_iters, self.warmup_rounds = kmeans_iters, warmup_rounds
+
+    def setup(self, fed):
+        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
+        self.centers = None
+        self._keys = fc_parameter_names(fed.model) if self.distance_on == "fc" else None
+
+    @property
+    def clustered(self) -> bool:
+        return self.centers is not None
+
+    def plan(self, t, fed):
+        clients = torch.arange(fed.num_clients, device=fed.device)
+        if not self.clustered:
+            return RoundPlan(clients, repeat(self.local, clients))
+        coeffs = self.lam * torch.nn.functional.one_hot(self.assignment, self.num_clusters).to(fed.dtype)
+        return RoundPlan(clients, repeat(self.centers, self.assignment), refs=self.centers, coeffs=coeffs)
+
+    def aggregate(self, t, plan, trained, fed):
+        for k in self.local:
+            self.local[k][plan.clients] = trained[k]
+        if not self.clustered and t + 1 < self.warmup_rounds:
+            return
+        points = flatten(self.local, self._keys)
+        weights = fed.sizes.double()
+        if self.clustered:
+            init = flatten(self.centers, self._keys)
+        else:
+            init = kmeans_plus_plus(points, self.num_clusters, fed.generator("kmeans++"))
+        self.assignment, _ = weighted_kmeans(points, weights, init, self.kmeans_iters)
+        previous = self.centers if self.clustered else {k: v[:1].expand(self.num_clusters, *v.shape[1:])
+                                                         for k, v in self.local.items()}
+        self.centers = {k: cluster_means(v.flatten(1), weights, self.assignment, previous[k].flatten(1))
+                        .view(self.num_clusters, *v.shape[1:]) for k, v in self.local.items()}
+
+    def cluster_models(self):
+        return self.centers
+
+    def local_models(self, fed):
+        return repeat(self.centers, self.assignment) if self.clustered else self.local
+
+    def assignment_weights(self):
+        if not self.clustered:
+            return None
+        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()
+
+    def state_dict(self):
+        return {"local": self.local, "assignment": self.assignment, "centers": self.centers}
+
+    def load_state_dict(self, state):
+        self.local, self.assignment, self.centers = state["local"], state["assignment"], state["centers"]

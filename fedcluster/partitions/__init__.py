@@ -1,0 +1,9 @@
+"""Partitioners (conf/partition/*.yaml).
+
+mixture: each client holds a mixture of the source's S distributions (FedSoft §5).
+labels: one labelled pool split over clients by class (Fed-CAM §5, Hsu et al. 2019)."""
+from .labels import ClusteredDirichletLabels, ClusteredNClassLabels, DirichletLabels, LabelSplit, NClassLabels
+from .mixture import Clustered, LinearMix, Partition, PartitionPlan, RandomMix, TwoGroupMix, counts_from_ratios
+
+__all__ = ["Partition", "PartitionPlan", "TwoGroupMix", "LinearMix", "RandomMix", "Clustered", "counts_from_ratios",
+           "LabelSplit", "DirichletLabels", "ClusteredDirichletLabels", "NClassLabels", "ClusteredNClassLabels"]

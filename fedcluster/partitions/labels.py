@@ -1,0 +1,231 @@
+"""Label-skew partitions of one labelled pool (Fed-CAM §5), conf/partition/*.yaml.
+
+A partitioner decides `shares[c, i]`: the fraction of class c's samples that client i
+gets. The same shares split the training pool and the test pool, so each client's
+held-out test split follows its own label distribution. Counts are rounded with largest
+remainders, every sample goes to at most one client, and clients below `min_samples`
+training samples (or without any test sample) are topped up by moving samples from the
+largest clients; no rejection sampling, so tiny alpha or many clients cannot hang.
+
+Cluster-wise partitions keep each client's ground-truth cluster (for ARI); client-wise
+ones have no clusters (truth = None)."""
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError
+
+
+@dataclass
+class LabelSplit:
+    train: List[torch.Tensor]       # per client: indices into the training pool
+    test: List[torch.Tensor]        # per client: indices into the test pool
+    truth: Optional[torch.Tensor]   # [m] ground-truth cluster, None for client-wise skews
+
+
+def _numpy_rng(g: torch.Generator) -> np.random.Generator:
+    return np.random.default_rng(int(torch.randint(0, 2 ** 62, (1,), generator=g)))
+
+
+def dirichlet(rng: np.random.Generator, alpha: float, size: int, draws: int) -> np.ndarray:
+    """[draws, size] Dirichlet(alpha * 1) rows via normalised Gamma draws. For tiny alpha all
+    Gammas of a row can underflow to 0; such a row becomes one-hot at a uniformly random
+    entry (the alpha -> 0 limit of the Dirichlet)."""
+    gam = rng.gamma(alpha, size=(draws, size))
+    total = gam.sum(1, keepdims=True)
+    empty = total[:, 0] == 0
+    if empty.any():
+        gam[empty] = 0.0
+        gam[empty, rng.integers(0, size, int(empty.sum()))] = 1.0
+        total = gam.sum(1, keepdims=True)
+    return gam / total
+
+
+def largest_remainder(shares: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Integer counts [C, m]: row c splits totals[c] by shares[c] (rows of zeros get nothing)."""
+    raw = shares * totals[:, None]
+    counts = np.floor(raw).astype(np.int64)
+    short = np.where(shares.sum(1) > 0, totals - counts.sum(1), 0)
+    order = np.argsort(-(raw - counts), axis=1, kind="stable")
+    for c in range(len(totals)):
+        counts[c, order[c, : short[c]]] += 1
+    return counts
+
+
+def ensure_minimum(counts: np.ndarray, minimum: int, prefer: Optional[np.ndarray] = None) -> np.ndarray:
+    """Move samples from the clients with the most samples to those with fewer than
+    `minimum`, taking the class `prefer[i]` when the donor has it (else the donor's largest
+    class). Deterministic, O(moves)."""
+    counts = counts.copy()
+    totals = counts.sum(0)
+    for i in np.nonzero(totals < minimum)[0]:
+        while totals[i] < minimum:
+            donor = int(np.argmax(totals))
+            spare = totals[donor] - minimum
+            if donor == i or spare <= 0:
+                raise ConfigError(f"partition cannot give every client {minimum} samples: the pool has "
+                                  f"{int(counts.sum())} for {counts.shape[1]} clients; lower partition.num_clients "
+                                  "or partition.min_samples")
+            c = int(prefer[i]) if prefer is not None and counts[int(prefer[i]), donor] > 0 else int(np.argmax(counts[:, donor]))
+            move = int(min(minimum - totals[i], counts[c, donor], spare))
+            counts[c, donor] -= move
+            counts[c, i] += move
+            totals[donor] -= move
+            totals[i] += move
+    return counts
+
+
+def take_indices(labels: torch.Tensor, counts: np.ndarray, g: torch.Generator) -> List[torch.Tensor]:
+    """Disjoint index sets: client i gets counts[c, i] random samples of each class c."""
+    C, m = counts.shape
+    pieces: List[List[torch.Tensor]] = [[] for _ in range(m)]
+    for c in range(C):
+        members = torch.nonzero(labels == c).squeeze(1)
+        members = members[torch.randperm(len(members), generator=g)]
+        for i, part in enumerate(torch.split(members[: int(counts[c].sum())], counts[c].tolist())):
+            pieces[i].append(part)
+    return [torch.sort(torch.cat(p)).values if p else torch.zeros(0, dtype=torch.long) for p in pieces]
+
+
+class LabelPartition:
+    """Base: subclasses define `shares(num_classes, rng) -> (shares [C, m], truth or None)`."""
+    name = "labels"
+
+    def __init__(self, num_clients: int = 200, min_samples: int = 10):
+        if num_clients < 1:
+            raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
+        if min_samples < 1:
+            raise ConfigError(f"partition.min_samples={min_samples} must be >= 1")
+        self.num_clients, self.min_samples = num_clients, min_samples
+
+    @property
+    def num_true_clusters(self) -> Optional[int]:
+        return None
+
+    def shares(self, num_classes: int, rng: np.random.Generator) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        raise NotImplementedError
+
+    def split(self, train_labels: torch.Tensor, test_labels: torch.Tensor, num_classes: int,
+              g: torch.Generator) -> LabelSplit:
+        rng = _numpy_rng(g)
+        shares, truth = self.shares(num_classes, rng)
+        per_class = lambda y: np.bincount(y.numpy(), minlength=num_classes)[:num_classes]
+        train = ensure_minimum(largest_remainder(shares, per_class(train_labels)), self.min_samples)
+        # Test pool: class c goes to clients in proportion to their training samples of c.
+        held = train.sum(1, keepdims=True)
+        test_shares = np.divide(train, held, out=np.zeros(train.shape, dtype=np.float64), where=held > 0)
+        test = ensure_minimum(largest_remainder(test_shares, per_class(test_labels)), 1, prefer=train.argmax(0))
+        return LabelSplit(take_indices(train_labels, train, g), take_indices(test_labels, test, g),
+                          None if truth is None else torch.as_tensor(truth, dtype=torch.long))
+
+
+class DirichletLabels(LabelPartition):
+    """Client-wise Dirichlet (Hsu et al. 2019): class c's samples split over all clients by
+    Dirichlet(alpha). Fed-CAM Table 2: alpha = 0.1."""
+    name = "dirichlet"
+
+    def __init__(self, alpha: float = 0.1, **kw):
+        super().__init__(**kw)
+        if alpha <= 0:
+            raise ConfigError(f"partition.alpha={alpha} must be > 0")
+        self.alpha = alpha
+
+    def shares(self, C, rng):
+        return dirichlet(rng, self.alpha, self.num_clients, C), None
+
+
+class _Clusters(LabelPartition):
+    """Clients 0..m/K-1 form cluster 0, the next m/K cluster 1, and so on."""
+
+    def __init__(self, num_clusters: Optional[int] = None, **kw):
+        super().__init__(**kw)
+        if num_clusters is None:
+            raise ConfigError(f"partition={self.name} needs the number of clusters: set num_clusters=K")
+        if not 1 <= num_clusters <= self.num_clients or self.num_clients % num_clusters:
+            raise ConfigError(f"num_clusters={num_clusters} must divide partition.num_clients={self.num_clients} "
+                              "(each cluster gets num_clients/K clients)")
+        self.num_clusters = num_clusters
+        self.per_cluster = self.num_clients // num_clusters
+
+    @property
+    def num_true_clusters(self):
+        return self.num_clusters
+
+    def truth(self) -> np.ndarray:
+        return np.arange(self.num_clients) // self.per_cluster
+
+
+class ClusteredDirichletLabels(_Clusters):
+    """Cluster-wise Dirichlet (Fed-CAM §5, alpha = (0.1, 10)): each class is split over the K
+    clusters by Dirichlet(alpha_cluster), then each cluster's part over its m/K clients by
+    Dirichlet(alpha_client)."""
+    name = "cluster_dirichlet"
+
+    def __init__(self, alpha_cluster: float = 0.1, alpha_client: float = 10.0, **kw):
+        super().__init__(**kw)
+        if alpha_cluster <= 0 or alpha_client <= 0:
+            raise ConfigError(f"partition.alpha_cluster={alpha_cluster} and alpha_client={alpha_client} must be > 0")
+        self.alpha_cluster, self.alpha_client = alpha_cluster, alpha_client
+
+    def shares(self, C, rng):
+        K, per = self.num_clusters, self.per_cluster
+        to_cluster = dirichlet(rng, self.alpha_cluster, K, C)                         # [C, K]
+        within = dirichlet(rng, self.alpha_client, per, C * K).reshape(C, K, per)     # [C, K, m/K]
+        return (to_cluster[:, :, None] * within).reshape(C, K * per), self.truth()
+
+
+def _equal_split(has: np.ndarray) -> np.ndarray:
+    """has [C, m] bool -> shares: class c split equally among the clients that hold it."""
+    holders = has.sum(1, keepdims=True)
+    return np.divide(has, holders, out=np.zeros(has.shape, dtype=np.float64), where=holders > 0)
+
+
+class NClassLabels(LabelPartition):
+    """Client-wise n-class (McMahan et al. 2017; Fed-CAM Table 2: n = 2): each client picks n
+    distinct classes at random; a class's samples are split equally among its holders."""
+    name = "nclass"
+
+    def __init__(self, classes_per_client: int = 2, **kw):
+        super().__init__(**kw)
+        self.classes_per_client = classes_per_client
+
+    def shares(self, C, rng):
+        n = self.classes_per_client
+        if not 1 <= n <= C:
+            raise ConfigError(f"partition.classes_per_client={n} must be between 1 and the number of classes ({C})")
+        has = np.zeros((C, self.num_clients), dtype=bool)
+        for i in range(self.num_clients):
+            has[rng.choice(C, n, replace=False), i] = True
+        return _equal_split(has), None
+
+
+class ClusteredNClassLabels(_Clusters):
+    """Cluster-wise n-class (Fed-CAM §5, (3, 2)): cluster k gets classes_per_cluster classes,
+    read off a random class permutation in turn (perm[3k], perm[3k+1], perm[3k+2], wrapping),
+    so every class serves about the same number of clusters; each client then takes
+    classes_per_client of its cluster's classes at random."""
+    name = "cluster_nclass"
+
+    def __init__(self, classes_per_cluster: int = 3, classes_per_client: int = 2, **kw):
+        super().__init__(**kw)
+        if not 1 <= classes_per_client <= classes_per_cluster:
+            raise ConfigError(f"partition needs 1 <= classes_per_client <= classes_per_cluster; got "
+                              f"{classes_per_client}, {classes_per_cluster}")
+        self.classes_per_cluster, self.classes_per_client = classes_per_cluster, classes_per_client
+
+    def cluster_classes(self, C, rng) -> np.ndarray:
+        if self.classes_per_cluster > C:
+            raise ConfigError(f"partition.classes_per_cluster={self.classes_per_cluster} exceeds the number of classes ({C})")
+        perm = rng.permutation(C)
+        slots = np.arange(self.num_clusters)[:, None] * self.classes_per_cluster + np.arange(self.classes_per_cluster)
+        return perm[slots % C]                                                       # [K, classes_per_cluster]
+
+    def shares(self, C, rng):
+        sets = self.cluster_classes(C, rng)
+        truth = self.truth()
+        has = np.zeros((C, self.num_clients), dtype=bool)
+        for i in range(self.num_clients):
+            has[rng.choice(sets[truth[i]], self.classes_per_client, replace=False), i] = True
+        return _equal_split(has), truth
