@@ -36,6 +36,7 @@ class Config:
     eval_every: int = 1           # evaluate every this many rounds (and always after the last)
     eval_local_train: bool = True # also score local models on their training split (FedSoft's paper did)
     num_clusters: Optional[int] = None   # K shared by cluster-wise partitions and clustered algorithms
+    warmup_rounds: int = 30       # warm-up rounds of the methods that have one (Fed-CAM: 30 of 100)
     checkpoint_every: int = 10    # rounds between checkpoints (0 = never)
     progress: bool = True
     plots: bool = True

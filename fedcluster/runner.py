@@ -234,8 +234,9 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
         "table": cfg.get("table"), "key_metric": key, "distributions": data.distribution_names,
         "num_clients": data.num_clients, "engine": engine, "device": hw.describe(), "dtype": hw.dtype,
         "wall_time_s": round(wall, 3),
-        "config": {g: OmegaConf.to_container(cfg[g], resolve=True)
-                   for g in ("dataset", "partition", "model", "algorithm", "train")},
+        "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
+                      for g in ("dataset", "partition", "model", "algorithm", "train")},
+                   "num_clusters": cfg.get("num_clusters"), "warmup_rounds": cfg.get("warmup_rounds")},
         "versions": {"fedcluster": __version__, "torch": torch.__version__, "python": platform.python_version(),
                      "numpy": np.__version__},
     }
