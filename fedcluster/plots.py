@@ -24,7 +24,7 @@ def plot_cluster_sizes(ax, sizes: pd.DataFrame, title: str) -> None:
               title_fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_xlabel("round")
     ax.set_ylabel("clients")
-    ax.set_ylim(0, table.sum(1).max())
+    ax.set_ylim(0, table.sum(axis=1).max())
     ax.set_title(title, fontsize=9)
 
 

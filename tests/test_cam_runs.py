@@ -1,0 +1,102 @@
+"""Fed-CAM presets end to end on tiny fake data in the torchvision on-disk layout."""
+import json
+
+import pandas as pd
+import pytest
+
+from fedcluster.algorithms.cam import CAM
+from fedcluster.report import build_report
+from fedcluster.runner import CHECKPOINT, run
+
+from conftest import make_cfg
+from fakedata import write_cifar10, write_mnist_like
+
+TINY = ["partition.num_clients=10", "partition.min_samples=4", "rounds=3", "warmup_rounds=1", "train.steps=2",
+        "eval_every=1", "progress=false", "checkpoint_every=0"]
+
+
+@pytest.fixture
+def fake_cifar(tmp_path):
+    write_cifar10(tmp_path / "data", per_batch=40, n_test=60)
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("table,partition", [("table1", "cluster_nclass"), ("table1", "cluster_dirichlet"),
+                                             ("table2", "dirichlet"), ("table2", "nclass")])
+def test_cifar_presets_run_unchanged_on_fake_cifar(tmp_path, fake_cifar, table, partition):
+    """Every preset cell runs on CIFAR-format data once it is present (here: a tiny fake)."""
+    for algorithm in ("ifca_cam", "fedprox_plus"):
+        cfg = make_cfg([f"+preset=cam/{table}", "dataset=cifar10", f"dataset.root={fake_cifar}",
+                        f"partition={partition}", "num_clusters=5", f"algorithm={algorithm}"] + TINY)
+        s = run(cfg, tmp_path / f"{algorithm}_{partition}")
+        assert s["table"] == f"cam_{table}" and s["dataset"] == "cifar10" and s["num_clients"] == 10
+        assert 0 <= s["local"]["local_test_accuracy"] <= 1 and "local_test_macro_f1" in s["local"]
+        if algorithm == "ifca_cam":
+            sizes = pd.read_csv(tmp_path / f"{algorithm}_{partition}" / "cluster_sizes.csv")
+            assert sizes.groupby("round")["size"].sum().eq(10).all()
+            assert (s.get("ari") is not None) == partition.startswith("cluster")
+            assert (tmp_path / f"{algorithm}_{partition}" / "cluster_sizes.png").exists()
+
+
+def test_all_eight_methods_and_the_report_on_fake_fmnist(tmp_path):
+    root = tmp_path / "data"
+    write_mnist_like(root / "FashionMNIST" / "raw", n_train=400, n_test=100)
+    sweep = tmp_path / "sweep"
+    methods = ["fedavg", "fedprox", "fedavg_plus", "fedprox_plus", "ifca", "ifca_cam", "fesem", "fesem_cam"]
+    for i, algorithm in enumerate(methods):
+        cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=5",
+                        f"algorithm={algorithm}"] + TINY)
+        run(cfg, sweep / f"{i}_{algorithm}")
+    text = build_report(sweep)
+    assert "Fed-CAM Table 1" in text and "fashion_mnist/cluster_nclass acc paper" in text
+    table = pd.read_csv(sweep / "report_cam_table1.csv")
+    assert table["method"].tolist() == methods
+    assert table.loc[table["method"] == "ifca_cam", "fashion_mnist/cluster_nclass acc paper"].item() == 95.38
+    clusters = pd.read_csv(sweep / "report_cam_table1_clusters.csv")
+    assert set(clusters["method"]) == {"ifca", "ifca_cam", "fesem", "fesem_cam"}
+
+
+def test_engines_agree_on_cam_and_ensemble(tmp_path):
+    root = tmp_path / "data"
+    write_mnist_like(root / "FashionMNIST" / "raw", n_train=300, n_test=80)
+    for algorithm in ("ifca_cam", "fesem_cam", "fedavg_plus"):
+        out = []
+        for engine in ("batched", "sequential"):
+            cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_dirichlet",
+                            "num_clusters=2", f"algorithm={algorithm}", f"engine={engine}"] + TINY)
+            out.append(run(cfg, tmp_path / f"{algorithm}_{engine}"))
+        assert out[0]["local"] == pytest.approx(out[1]["local"], rel=1e-4, abs=1e-6)
+        assert out[0].get("cluster_sizes") == out[1].get("cluster_sizes")
+
+
+def test_cam_resumes_from_checkpoint(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    write_mnist_like(root / "FashionMNIST" / "raw", n_train=300, n_test=80)
+    overrides = ["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=2",
+                 "algorithm=ifca_cam"] + TINY + ["rounds=5", "checkpoint_every=2"]
+    reference = run(make_cfg(overrides), tmp_path / "uninterrupted")
+
+    original = CAM.aggregate
+    def dies(self, t, *args):
+        if t == 3:
+            raise RuntimeError("killed")
+        return original(self, t, *args)
+    monkeypatch.setattr(CAM, "aggregate", dies)
+    with pytest.raises(RuntimeError):
+        run(make_cfg(overrides), tmp_path / "resumed")
+    assert (tmp_path / "resumed" / CHECKPOINT).exists()
+    monkeypatch.setattr(CAM, "aggregate", original)
+    resumed = run(make_cfg(overrides), tmp_path / "resumed")
+    assert resumed["local"] == reference["local"] and resumed["cluster_sizes"] == reference["cluster_sizes"]
+    a, b = (pd.read_csv(tmp_path / d / "cluster_sizes.csv") for d in ("uninterrupted", "resumed"))
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_label_partition_needs_one_distribution(tmp_path):
+    from fedcluster.errors import ConfigError
+    root = tmp_path / "data"
+    write_mnist_like(root / "FashionMNIST" / "raw", n_train=300, n_test=80)
+    cfg = make_cfg(["dataset=fashion_mnist", f"dataset.root={root}", "partition=dirichlet", "partition.num_clients=5",
+                    "model=lenet", "progress=false"])
+    with pytest.raises(ConfigError, match="splits one labelled pool"):
+        run(cfg, tmp_path / "x")
