@@ -119,6 +119,47 @@ class ClusteredNClassLabelPartition(LabelPartition):
 
 
 @dataclass
+class SkewPartition:
+    """CLoVE's cluster skews: num_clusters clusters of num_clients/num_clusters clients, each
+    client with samples_per_client training and test_samples_per_client test samples."""
+    _target_: str = MISSING
+    name: str = MISSING
+    num_clients: int = 20
+    num_clusters: Optional[int] = "${num_clusters}"
+    samples_per_client: int = 500
+    test_samples_per_client: int = 100
+
+
+@dataclass
+class LabelSkew1Partition(SkewPartition):
+    _target_: str = "fedcluster.partitions.LabelSkew1"
+    name: str = "label_skew1"
+    classes_per_cluster: int = 2
+
+
+@dataclass
+class LabelSkew2Partition(SkewPartition):
+    _target_: str = "fedcluster.partitions.LabelSkew2"
+    name: str = "label_skew2"
+    classes_per_cluster: int = 4
+    shared_classes: int = 2
+
+
+@dataclass
+class LabelSkew3Partition(SkewPartition):
+    _target_: str = "fedcluster.partitions.LabelSkew3"
+    name: str = "label_skew3"
+    alpha: float = 0.5
+
+
+@dataclass
+class LabelSkew4Partition(SkewPartition):
+    _target_: str = "fedcluster.partitions.LabelSkew4"
+    name: str = "label_skew4"
+    uniform_share: float = 0.3333333333333333
+
+
+@dataclass
 class MixPartition(Partition):
     _target_: str = "fedcluster.partitions.TwoGroupMix"
     minor: float = 0.1
@@ -220,7 +261,9 @@ SCHEMAS = {
     "dataset": {"synthetic": SyntheticDataset, "image": ImageDataset},
     "partition": {"partition": Partition, "mix": MixPartition, "dirichlet": DirichletLabelPartition,
                   "cluster_dirichlet": ClusteredDirichletLabelPartition, "nclass": NClassLabelPartition,
-                  "cluster_nclass": ClusteredNClassLabelPartition},
+                  "cluster_nclass": ClusteredNClassLabelPartition, "skew": SkewPartition,
+                  "label_skew1": LabelSkew1Partition, "label_skew2": LabelSkew2Partition,
+                  "label_skew3": LabelSkew3Partition, "label_skew4": LabelSkew4Partition},
     "model": {"model": Model, "mlp": MLPModel},
     "algorithm": {"fedsoft": FedSoftAlgorithm, "ifca": IFCAAlgorithm, "fedavg": FedAvgAlgorithm,
                   "fedprox": FedProxAlgorithm, "local": LocalAlgorithm, "fesem": FeSEMAlgorithm,

@@ -127,8 +127,16 @@ def build_label_federated_data(source, partition, seed: int) -> FederatedData:
     vx, vy = source.pool("test")
     split = partition.split(ty, vy, source.num_classes, generator(seed, "partition"))
 
+    def client(x, y, i, idx):
+        xi, yi = x[idx], y[idx]
+        if split.quarter_turns is not None and int(split.quarter_turns[i]) % 4:
+            xi = torch.rot90(xi, int(split.quarter_turns[i]), dims=(-2, -1))   # feature skew
+        if split.label_map is not None:
+            yi = split.label_map[i][yi]                                        # concept shift
+        return xi, yi, torch.zeros(len(idx), dtype=torch.long)
+
     def clients(x, y, parts):
-        return _stack([(x[idx], y[idx], torch.zeros(len(idx), dtype=torch.long)) for idx in parts], source.in_shape)
+        return _stack([client(x, y, i, idx) for i, idx in enumerate(parts)], source.in_shape)
 
     N = len(split.train)
     return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),

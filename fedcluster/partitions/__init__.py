@@ -1,9 +1,12 @@
 """Partitioners (conf/partition/*.yaml).
 
 mixture: each client holds a mixture of the source's S distributions (FedSoft §5).
-labels: one labelled pool split over clients by class (Fed-CAM §5, Hsu et al. 2019)."""
+labels: one labelled pool split over clients by class (Fed-CAM §5, Hsu et al. 2019).
+skews: K clusters with label, feature (rotation) or concept (label swap) skew (CLoVE §5.1)."""
 from .labels import ClusteredDirichletLabels, ClusteredNClassLabels, DirichletLabels, LabelSplit, NClassLabels
+from .skews import ConceptShift, FeatureSkew, LabelSkew1, LabelSkew2, LabelSkew3, LabelSkew4
 from .mixture import Clustered, LinearMix, Partition, PartitionPlan, RandomMix, TwoGroupMix, counts_from_ratios
 
 __all__ = ["Partition", "PartitionPlan", "TwoGroupMix", "LinearMix", "RandomMix", "Clustered", "counts_from_ratios",
-           "LabelSplit", "DirichletLabels", "ClusteredDirichletLabels", "NClassLabels", "ClusteredNClassLabels"]
+           "LabelSplit", "DirichletLabels", "ClusteredDirichletLabels", "NClassLabels", "ClusteredNClassLabels",
+           "LabelSkew1", "LabelSkew2", "LabelSkew3", "LabelSkew4", "FeatureSkew", "ConceptShift"]

@@ -23,6 +23,8 @@ class LabelSplit:
     train: List[torch.Tensor]       # per client: indices into the training pool
     test: List[torch.Tensor]        # per client: indices into the test pool
     truth: Optional[torch.Tensor]   # [m] ground-truth cluster, None for client-wise skews
+    quarter_turns: Optional[torch.Tensor] = None   # [m] counter-clockwise 90-degree turns of each client's images
+    label_map: Optional[torch.Tensor] = None       # [m, C] each client's relabelling y -> label_map[i, y]
 
 
 def _numpy_rng(g: torch.Generator) -> np.random.Generator:
