@@ -212,6 +212,29 @@ class FeSEMAlgorithm:
 
 
 @dataclass
+class CLoVEAlgorithm:
+    _target_: str = "fedcluster.algorithms.CLoVE"
+    name: str = "clove"
+    num_clusters: Optional[int] = None
+    client_fraction: float = 1.0
+    clustering: str = "kmeans"       # kmeans | agglomerative
+    embedding: str = "loss"          # loss | sqrt_loss
+    matching: str = "hungarian"      # hungarian | none
+    init: str = "independent"        # independent | identical
+    first_round: str = "evaluation"  # evaluation | random
+
+
+@dataclass
+class CFLAlgorithm:
+    _target_: str = "fedcluster.algorithms.CFL"
+    name: str = "cfl"
+    eps1: float = 0.4
+    eps2: float = 1.6
+    warmup_rounds: int = 20
+    max_clusters: int = 0            # 0: no limit
+
+
+@dataclass
 class CAMAlgorithm:
     _target_: str = "fedcluster.algorithms.CAM"
     name: str = MISSING
@@ -267,7 +290,7 @@ SCHEMAS = {
     "model": {"model": Model, "mlp": MLPModel},
     "algorithm": {"fedsoft": FedSoftAlgorithm, "ifca": IFCAAlgorithm, "fedavg": FedAvgAlgorithm,
                   "fedprox": FedProxAlgorithm, "local": LocalAlgorithm, "fesem": FeSEMAlgorithm,
-                  "cam": CAMAlgorithm, "ensemble": EnsembleAlgorithm},
+                  "cam": CAMAlgorithm, "clove": CLoVEAlgorithm, "cfl": CFLAlgorithm, "ensemble": EnsembleAlgorithm},
     "hardware": {"hardware": HardwareConfig},
 }
 

@@ -40,14 +40,31 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: b
         index = torch.nonzero(has).squeeze(1).tolist()
         metrics = model_metrics(task, out[has], split.y[has], split.mask[has], C)
         add("local", index, eval_set, metrics)
-
-    weights = alg.assignment_weights()
-    truth = data.cluster_truth
-    if weights is not None and weights.shape[1] > 1 and truth is not None:
-        assigned = weights.argmax(1).cpu().numpy()
-        rows.append({"round": t, "model": "assignment", "model_index": -1, "eval_set": "local_train",
-                     "metric": "ari", "value": ari(truth.cpu().numpy(), assigned)})
     return rows
+
+
+def ari_rows(t: int, alg: Algorithm, data) -> List[dict]:
+    """ARI of the clients' current clustering against the ground truth, recorded every round
+    (CLoVE Table 4 needs the round at which it first reaches 0.9)."""
+    weights, truth = alg.assignment_weights(), data.cluster_truth
+    if weights is None or truth is None:
+        return []
+    assigned = weights.argmax(1).cpu().numpy()
+    return [{"round": t, "model": "assignment", "model_index": -1, "eval_set": "local_train",
+             "metric": "ari", "value": ari(truth.cpu().numpy(), assigned)}]
+
+
+def convergence(ari_by_round: List[float], by_round: int = 10, threshold: float = 0.9) -> dict:
+    """CLoVE Table 4: the share of the final ARI reached by round `by_round` (ARI there /
+    final ARI, in %), and the first round (1-based) whose ARI is >= threshold (None: never)."""
+    final = ari_by_round[-1]
+    out = {f"ari_pct_of_final_by_round{by_round}": None, f"first_round_ari_ge_{threshold}": None}
+    if len(ari_by_round) >= by_round and final > 0:
+        out[f"ari_pct_of_final_by_round{by_round}"] = 100.0 * ari_by_round[by_round - 1] / final
+    hits = [t + 1 for t, v in enumerate(ari_by_round) if v >= threshold]
+    if hits:
+        out[f"first_round_ari_ge_{threshold}"] = hits[0]
+    return out
 
 
 def cluster_size_rows(t: int, alg: Algorithm) -> List[dict]:

@@ -19,7 +19,7 @@ from .data import build_federated_data, build_label_federated_data
 from .engine.local import LocalJob, LocalTrainer
 from .engine.optim import build_optimizer, put_state, take_state
 from .errors import ConfigError, NonFiniteLossError
-from .evaluation import assignment_rows, cluster_size_rows, evaluate, matching_costs
+from .evaluation import ari_rows, assignment_rows, cluster_size_rows, convergence, evaluate, matching_costs
 from .io import save_torch, write_csv, write_json, write_text
 from .metrics import hungarian_match, key_metric
 from .models.stacked import all_finite
@@ -181,6 +181,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
             put_state(client_state, clients, result.opt_state)
         alg.aggregate(t, plan, result.params, fed)
         sizes += cluster_size_rows(t, alg)
+        metrics += ari_rows(t, alg, fed.data)
 
         last = t == cfg.rounds - 1
         if last or (t + 1) % cfg.eval_every == 0:
@@ -251,9 +252,10 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
         cost = matching_costs(frame, final, data.task, data.distribution_names)
         match = hungarian_match(cost)
         summary["matched_center"] = {d: int(match[i]) for i, d in enumerate(data.distribution_names)}
-    ari_rows = at[at["metric"] == "ari"]
-    if len(ari_rows):
-        summary["ari"] = float(ari_rows["value"].iloc[0])
+    ari_frame = frame[frame["metric"] == "ari"].sort_values("round") if len(frame) else frame
+    if len(ari_frame):
+        summary["ari"] = float(ari_frame["value"].iloc[-1])
+        summary.update(convergence(ari_frame["value"].tolist()))
     if len(assign) and len(centers):
         summary["importance_error"] = importance_error(assign, final, data, summary["matched_center"])
     return summary

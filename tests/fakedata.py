@@ -38,3 +38,22 @@ def write_cifar10(root: Path, per_batch=40, n_test=40):
         batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": rng.integers(0, 10, n).tolist()}
         with open(folder / name, "wb") as f:
             pickle.dump(batch, f)
+
+
+def write_learnable_mnist_like(folder: Path, n_train=3000, n_test=1000, classes=10, seed=0):
+    """Like write_mnist_like, but each class is a fixed random pattern plus noise, so that a
+    small CNN learns it in a few steps (for tests that need models to tell data apart)."""
+    rng = np.random.default_rng(seed)
+    templates = rng.random((classes, 28, 28)) < 0.3
+
+    def draw(n):
+        y = np.arange(n) % classes
+        rng.shuffle(y)
+        x = templates[y] * 180 + rng.integers(0, 70, (n, 28, 28))
+        return x.astype(np.uint8), y
+
+    (tx, ty), (vx, vy) = draw(n_train), draw(n_test)
+    write_idx(folder / "train-images-idx3-ubyte", tx)
+    write_idx(folder / "train-labels-idx1-ubyte", ty)
+    write_idx(folder / "t10k-images-idx3-ubyte", vx)
+    write_idx(folder / "t10k-labels-idx1-ubyte", vy)

@@ -2,6 +2,8 @@
 and aggregation; the shared round loop lives in fedcluster.runner."""
 from .base import Algorithm, Federation, RoundPlan
 from .cam import CAM
+from .cfl import CFL
+from .clove import CLoVE
 from .ensemble import Ensemble
 from .fedavg import FedAvg, FedProx
 from .fedsoft import FedSoft
@@ -9,5 +11,5 @@ from .fesem import FeSEM
 from .ifca import IFCA
 from .local_only import LocalOnly
 
-__all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "Ensemble", "FedAvg", "FedProx", "FedSoft", "FeSEM",
+__all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg", "FedProx", "FedSoft", "FeSEM",
            "IFCA", "LocalOnly"]

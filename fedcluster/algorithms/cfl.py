@@ -1,0 +1,107 @@
+"""CFL (Sattler, Müller, Samek, IEEE TNNLS 2021): clustered FL by recursive bi-partitioning.
+
+All clients start in one cluster. Each round every client trains from its cluster's model
+and sends its update dW_i. A cluster is split in two when its clients have reached a
+stationary point of the joint objective but not of their own ones: the norm of the
+weighted mean update is below eps1 while the largest client update norm is above eps2
+(and the cluster has more than 2 clients, after `warmup_rounds` rounds). The split is the
+2-cluster complete-linkage clustering of the clients' pairwise cosine similarities; both
+halves start from the parent's model. Then each cluster's model moves by the n_i-weighted
+mean update of its clients. Split rule, linkage and warm-up (20 rounds) follow the authors'
+code (github.com/felisat/clustered-federated-learning, which CLoVE used); eps1 = 0.4 and
+eps2 = 1.6 are its MNIST values, to be tuned per model and data."""
+from typing import List
+
+import numpy as np
+import torch
+from sklearn.cluster import AgglomerativeClustering
+
+from ..errors import ConfigError
+from ..models.stacked import Stack, repeat
+from .base import Algorithm, RoundPlan
+
+
+def flat_updates(trained: Stack, start: Stack) -> torch.Tensor:
+    """[M, P] each client's update dW_i = trained_i - start_i, flattened."""
+    return torch.cat([(trained[k] - start[k]).flatten(1) for k in trained], dim=1)
+
+
+def split_criterion(updates: torch.Tensor, sizes: torch.Tensor, eps1: float, eps2: float):
+    """(split?, mean_norm, max_norm) for one cluster's updates [M, P]: split when
+    ||sum_i n_i dW_i / sum_i n_i|| < eps1 and max_i ||dW_i|| > eps2 (CFL §III, eqs. 28-29)."""
+    w = (sizes / sizes.sum()).to(updates.dtype)
+    mean_norm = float(torch.linalg.vector_norm(w @ updates))
+    max_norm = float(torch.linalg.vector_norm(updates, dim=1).max())
+    return (mean_norm < eps1 and max_norm > eps2), mean_norm, max_norm
+
+
+def bipartition(updates: torch.Tensor) -> np.ndarray:
+    """Labels 0/1 from complete-linkage clustering of cosine distances between updates."""
+    unit = torch.nn.functional.normalize(updates.double(), dim=1)
+    distance = (1 - unit @ unit.T).clamp_min(0).cpu().numpy()
+    return AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete").fit_predict(distance)
+
+
+class CFL(Algorithm):
+    name = "cfl"
+
+    def __init__(self, eps1: float = 0.4, eps2: float = 1.6, warmup_rounds: int = 20, max_clusters: int = 0):
+        if eps1 < 0 or eps2 < 0:
+            raise ConfigError(f"algorithm.eps1={eps1} and eps2={eps2} must be >= 0")
+        if max_clusters < 0:
+            raise ConfigError(f"algorithm.max_clusters={max_clusters} must be >= 0 (0 = no limit)")
+        self.eps1, self.eps2, self.warmup_rounds, self.max_clusters = eps1, eps2, warmup_rounds, max_clusters
+
+    def setup(self, fed):
+        self.models = fed.init_models(1, "centers")
+        self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
+        self.split_log: List[dict] = []
+
+    @property
+    def num_clusters(self) -> int:
+        return next(iter(self.models.values())).shape[0]
+
+    def plan(self, t, fed):
+        clients = torch.arange(fed.num_clients, device=fed.device)   # CFL: every client, every round
+        return RoundPlan(clients, repeat(self.models, self.assignment))
+
+    def aggregate(self, t, plan, trained, fed):
+        updates = flat_updates(trained, plan.start)
+        sizes = fed.sizes.double()
+        for c in range(self.num_clusters):
+            members = torch.nonzero(self.assignment == c).squeeze(1)
+            if len(members) <= 2 or t < self.warmup_rounds:
+                continue
+            if self.max_clusters and self.num_clusters >= self.max_clusters:
+                break
+            split, mean_norm, max_norm = split_criterion(updates[members], sizes[members], self.eps1, self.eps2)
+            self.split_log.append({"round": t, "cluster": c, "mean_norm": mean_norm, "max_norm": max_norm,
+                                   "split": split})
+            if split:
+                halves = bipartition(updates[members])
+                new = self.num_clusters
+                self.models = {k: torch.cat([v, v[c:c + 1]]) for k, v in self.models.items()}
+                self.assignment[members[torch.as_tensor(halves == 1, device=fed.device)]] = new
+        step = {k: v.clone() for k, v in self.models.items()}
+        for c in range(self.num_clusters):
+            members = torch.nonzero(self.assignment == c).squeeze(1)
+            if len(members):
+                w = (sizes[members] / sizes[members].sum()).to(fed.dtype)
+                for k in self.models:
+                    delta = trained[k][members] - plan.start[k][members]
+                    step[k][c] = self.models[k][c] + torch.einsum("m,m...->...", w, delta)
+        self.models = step
+
+    def cluster_models(self):
+        return self.models
+
+    def local_models(self, fed):
+        return repeat(self.models, self.assignment)
+
+    def assignment_weights(self):
+        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()
+
+    def state_dict(self):
+        state = super().state_dict()
+        state["split_log"] = list(self.split_log)
+        return state

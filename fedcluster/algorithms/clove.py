@@ -1,0 +1,121 @@
+"""CLoVE (Clustering of Loss Vector Embeddings), CLoVE Algorithm 1.
+
+Each round the participating clients report their loss vector (mean training loss of each
+of the K models, lines 5-7); the server clusters the vectors into K groups (line 9) and maps
+groups to models by a minimum-cost bipartite matching whose cost is the groups' summed
+loss on each model (line 10, Hungarian method). Each client then trains its group's model
+and each model becomes the n_i-weighted average of its clients' results (Option I, lines
+11-15). Option II (gradient averaging) is Option I with one plain SGD step per round
+(train.optimizer=sgd, momentum 0, train.steps=1): averaging theta - lr g_i over the group
+equals theta - lr * (weighted mean gradient), the update of line 15; preset clove/option2.
+
+Options from §5.2-5.3: models initialised independently or identical; first-round
+assignment by evaluation (as every round) or at random; k-means or agglomerative
+clustering; loss or square-root loss embeddings; no matching (group k, ordered by its
+smallest client id, gets model k)."""
+from typing import Optional
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import AgglomerativeClustering, KMeans
+
+from ..errors import ConfigError
+from ..models.stacked import repeat
+from ..rng import derived_seed
+from .base import Algorithm, RoundPlan, weighted_mean_rows
+
+CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
+           "matching": ("hungarian", "none"), "init": ("independent", "identical"),
+           "first_round": ("evaluation", "random")}
+
+
+def cluster_vectors(vectors: np.ndarray, k: int, method: str, seed: int) -> np.ndarray:
+    """Group the rows of `vectors` [M, K] into min(k, M) clusters; labels [M]."""
+    k = min(k, len(vectors))
+    if k <= 1:
+        return np.zeros(len(vectors), dtype=np.int64)
+    if method == "kmeans":
+        return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(vectors).astype(np.int64)
+    return AgglomerativeClustering(n_clusters=k).fit_predict(vectors).astype(np.int64)
+
+
+def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str = "hungarian") -> np.ndarray:
+    """Model index of each group label. `hungarian`: the minimum-cost bipartite matching of
+    groups to models, cost[g, j] = sum of the losses of group g's clients on model j.
+    `none`: groups ordered by their smallest client index get models 0, 1, ... (§5.3)."""
+    labels = np.unique(groups)
+    if matching == "none":
+        order = sorted(labels, key=lambda g: int(np.nonzero(groups == g)[0].min()))
+        mapping = {int(g): j for j, g in enumerate(order)}
+    else:
+        cost = np.stack([losses[groups == g].sum(0) for g in labels])   # [G, K]
+        rows, cols = linear_sum_assignment(cost)
+        mapping = {int(labels[r]): int(c) for r, c in zip(rows, cols)}
+    out = np.zeros(int(groups.max()) + 1, dtype=np.int64)
+    for g, j in mapping.items():
+        out[g] = j
+    return out
+
+
+class CLoVE(Algorithm):
+    name = "clove"
+
+    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, clustering: str = "kmeans",
+                 embedding: str = "loss", matching: str = "hungarian", init: str = "independent",
+                 first_round: str = "evaluation"):
+        for key, value in (("clustering", clustering), ("embedding", embedding), ("matching", matching),
+                           ("init", init), ("first_round", first_round)):
+            if value not in CHOICES[key]:
+                raise ConfigError(f"algorithm.{key}={value!r} is unknown; allowed: {list(CHOICES[key])}")
+        if not 0 < client_fraction <= 1:
+            raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
+        self.num_clusters, self.client_fraction = num_clusters, client_fraction
+        self.clustering, self.embedding, self.matching = clustering, embedding, matching
+        self.init, self.first_round = init, first_round
+
+    def setup(self, fed):
+        self.centers = fed.init_models(self.num_clusters, "centers")
+        if self.init == "identical":
+            self.centers = repeat(self.centers, torch.zeros(self.num_clusters, dtype=torch.long, device=fed.device))
+        self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
+        self.loss_vectors: Optional[torch.Tensor] = None
+
+    def assign(self, t, fed, clients) -> torch.Tensor:
+        """Lines 5-10: loss vectors -> groups -> models."""
+        losses = fed.mean_train_losses(self.centers)[clients]                 # [M, K]
+        self.loss_vectors = losses
+        if t == 0 and self.first_round == "random":
+            g = fed.generator("clove-first-round")
+            return torch.randint(0, self.num_clusters, (len(clients),), generator=g).to(fed.device)
+        L = losses.double().cpu().numpy()
+        vectors = np.sqrt(np.maximum(L, 0)) if self.embedding == "sqrt_loss" else L
+        seed = derived_seed(fed.seed, "clove-kmeans", t) % 2 ** 32
+        groups = cluster_vectors(vectors, self.num_clusters, self.clustering, seed)
+        model_of_group = match_groups_to_models(groups, L, self.matching)
+        return torch.as_tensor(model_of_group[groups], device=fed.device)
+
+    def plan(self, t, fed):
+        clients = fed.sample_clients(self.client_fraction, t)
+        self.assignment[clients] = self.assign(t, fed, clients)
+        return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
+
+    def aggregate(self, t, plan, trained, fed):
+        """Option I, line 15: models without clients this round stay as they are."""
+        groups = self.assignment[plan.clients]
+        sizes = fed.sizes[plan.clients].double()
+        for j in range(self.num_clusters):
+            members = torch.nonzero(groups == j).squeeze(1)
+            if len(members):
+                row = weighted_mean_rows(trained, members, sizes[members])
+                for k in self.centers:
+                    self.centers[k][j] = row[k][0]
+
+    def cluster_models(self):
+        return self.centers
+
+    def local_models(self, fed):
+        return repeat(self.centers, self.assignment)
+
+    def assignment_weights(self):
+        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()

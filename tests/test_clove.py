@@ -1,0 +1,70 @@
+"""CLoVE's clustering and matching steps, CFL's split rule, ARI convergence metrics."""
+import numpy as np
+import pytest
+import torch
+
+from fedcluster.algorithms.cfl import bipartition, flat_updates, split_criterion
+from fedcluster.algorithms.clove import cluster_vectors, match_groups_to_models
+from fedcluster.evaluation import convergence
+from fedcluster.metrics import ari
+
+
+def test_matching_minimises_summed_group_losses():
+    # 6 clients in 3 groups; the greedy per-group argmin would send groups 0 and 1 both to model 0.
+    losses = np.array([[1.0, 2.0, 9.0], [1.0, 2.0, 9.0],       # group 0: model 0 best, model 1 close
+                       [0.5, 5.0, 9.0], [0.5, 5.0, 9.0],       # group 1: model 0 much better than the rest
+                       [9.0, 9.0, 1.0], [9.0, 9.0, 1.0]])      # group 2: model 2
+    groups = np.array([2, 2, 0, 0, 1, 1])                      # arbitrary group labels
+    model_of_group = match_groups_to_models(groups, losses)
+    assert model_of_group[2] == 1 and model_of_group[0] == 0 and model_of_group[1] == 2
+    # total cost 2+2 + 0.5+0.5 + 1+1 = 7 beats the alternative 1+1 + 5+5 + 1+1 = 14
+    assert sorted(model_of_group.tolist()) == [0, 1, 2]
+
+
+def test_no_matching_orders_groups_by_smallest_client():
+    groups = np.array([2, 0, 2, 1, 0, 1])
+    assert match_groups_to_models(groups, np.zeros((6, 3)), "none").tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize("method", ["kmeans", "agglomerative"])
+def test_loss_vectors_of_two_distributions_separate(method):
+    rng = np.random.default_rng(0)
+    a = rng.normal([2.0, 2.3], 0.02, size=(5, 2))     # IFCA's argmin would put both groups on model 0
+    b = rng.normal([1.5, 2.6], 0.02, size=(5, 2))
+    labels = cluster_vectors(np.vstack([a, b]), 2, method, seed=0)
+    assert ari([0] * 5 + [1] * 5, labels) == 1.0
+    assert np.vstack([a, b]).argmin(1).tolist() == [0] * 10
+
+
+def test_cfl_split_criterion_on_hand_made_updates():
+    # Two groups pulling in opposite directions: the mean update is ~0, single updates are large.
+    u = torch.tensor([[2.0, 0.1], [2.1, -0.1], [1.9, 0.0], [-2.0, 0.0], [-2.1, 0.1], [-1.9, -0.1]])
+    n = torch.full((6,), 100.0)
+    split, mean_norm, max_norm = split_criterion(u, n, eps1=0.4, eps2=1.6)
+    assert split and mean_norm == pytest.approx(0.0, abs=1e-6) and max_norm == pytest.approx(float(torch.tensor([2.1, 0.1]).norm()))
+    assert bipartition(u).tolist() in ([0, 0, 0, 1, 1, 1], [1, 1, 1, 0, 0, 0])
+    # All clients agree: a large mean update means the joint objective is not stationary: no split.
+    agree = u.abs()
+    assert not split_criterion(agree, n, 0.4, 1.6)[0]
+    # Small updates everywhere: stationary for every client: no split.
+    assert not split_criterion(u * 0.1, n, 0.4, 1.6)[0]
+    # Weighted mean: a heavy client dominates.
+    assert split_criterion(u[[0, 3]], torch.tensor([3.0, 1.0]), 0.4, 1.6)[1] == pytest.approx(1.0, abs=0.01)
+
+
+def test_flat_updates():
+    start = {"w": torch.zeros(2, 2, 2), "b": torch.zeros(2, 3)}
+    trained = {"w": torch.ones(2, 2, 2), "b": torch.full((2, 3), 2.0)}
+    assert flat_updates(trained, start).tolist() == [[1.0] * 4 + [2.0] * 3] * 2
+
+
+def test_convergence_metrics_on_hand_made_ari_curves():
+    curve = [0.2, 0.95, 1.0] + [1.0] * 17
+    c = convergence(curve)
+    assert c["first_round_ari_ge_0.9"] == 2 and c["ari_pct_of_final_by_round10"] == 100.0
+    slow = [0.1] * 12 + [0.8] * 8
+    c = convergence(slow)
+    assert c["first_round_ari_ge_0.9"] is None and c["ari_pct_of_final_by_round10"] == pytest.approx(12.5)
+    assert convergence([0.0] * 10)["ari_pct_of_final_by_round10"] is None     # final ARI 0: undefined
+    assert convergence([0.5, 1.0])["ari_pct_of_final_by_round10"] is None     # fewer than 10 rounds
+    assert ari([0, 0, 1, 1], [1, 1, 0, 0]) == 1.0 and ari([0, 0, 1, 1], [0, 1, 0, 1]) < 0
