@@ -56,6 +56,18 @@ class SyntheticDataset:
 
 
 @dataclass
+class SeparatedDataset:
+    """CLoVE App. C.1.1: unit-norm cluster models with pairwise distances in [delta, 5 delta]."""
+    _target_: str = "fedcluster.data.SeparatedRegression"
+    name: str = "separated_regression"
+    dim: int = 10
+    num_distributions: int = 5
+    delta: float = 1.0
+    noise_std: float = 0.01
+    test_size: int = 2000
+
+
+@dataclass
 class ImageDataset:
     _target_: str = "fedcluster.data.ImageSource"
     name: str = MISSING
@@ -64,6 +76,7 @@ class ImageDataset:
     distributions: List[Dict[str, Any]] = field(default_factory=lambda: [{"rotation": 0}])
     test_size: Optional[int] = None
     train_size: Optional[int] = None     # label partitions: use a random subset of this many training images
+    unsupervised: bool = False           # true: reconstruction (MSE) of the images, no labels (CLoVE Table 5)
     reader_kwargs: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -125,7 +138,8 @@ class SkewPartition:
     _target_: str = MISSING
     name: str = MISSING
     num_clients: int = 20
-    num_clusters: Optional[int] = "${num_clusters}"
+    num_clusters: Optional[int] = "${num_clusters}"   # null: default_clusters
+    default_clusters: int = 4
     samples_per_client: int = 500
     test_samples_per_client: int = 100
 
@@ -281,7 +295,7 @@ class HardwareConfig:
 
 
 SCHEMAS = {
-    "dataset": {"synthetic": SyntheticDataset, "image": ImageDataset},
+    "dataset": {"synthetic": SyntheticDataset, "separated": SeparatedDataset, "image": ImageDataset},
     "partition": {"partition": Partition, "mix": MixPartition, "dirichlet": DirichletLabelPartition,
                   "cluster_dirichlet": ClusteredDirichletLabelPartition, "nclass": NClassLabelPartition,
                   "cluster_nclass": ClusteredNClassLabelPartition, "skew": SkewPartition,

@@ -28,8 +28,8 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: b
         for d, (x, y) in enumerate(data.source_test):
             out = outputs_on_shared(fed.model, centers, x)
             mask = torch.ones(K, len(y), dtype=torch.bool, device=y.device)
-            metrics = model_metrics(task, out, y.expand(K, -1), mask, C)
-            if task != "regression":   # test loss, used for center <-> distribution matching
+            metrics = model_metrics(task, out, y.expand(K, *y.shape), mask, C)
+            if task == "classification":   # test loss, used for center <-> distribution matching
                 metrics["loss"] = torch.stack([per_sample_loss(task, o, y).mean() for o in out])
             add("center", range(K), data.distribution_names[d], metrics)
 
@@ -85,7 +85,7 @@ def assignment_rows(t: int, alg: Algorithm) -> List[dict]:
 
 def matching_costs(frame, at_round: int, task: str, distributions: List[str]) -> np.ndarray:
     """[centers, distributions] test-loss matrix (MSE for regression) from the metrics table."""
-    metric = "mse" if task == "regression" else "loss"
+    metric = "mse" if task in ("regression", "reconstruction") else "loss"
     sel = frame[(frame["round"] == at_round) & (frame["model"] == "center") & (frame["metric"] == metric)]
     K = int(sel["model_index"].max()) + 1
     cost = np.zeros((K, len(distributions)))

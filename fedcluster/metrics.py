@@ -35,14 +35,23 @@ def classification_metrics(logits: torch.Tensor, y: torch.Tensor, mask: torch.Te
     return {"accuracy": acc, "macro_f1": macro}
 
 
+def reconstruction_metrics(out: torch.Tensor, x: torch.Tensor, mask: torch.Tensor) -> Dict[str, torch.Tensor]:
+    """out, x: [M, N, *shape], mask [M, N]. Mean per-sample reconstruction MSE per model."""
+    per_sample = ((out - x) ** 2).flatten(2).mean(2)
+    m = mask.to(per_sample.dtype)
+    return {"mse": (per_sample * m).sum(1) / m.sum(1).clamp_min(1)}
+
+
 def model_metrics(task: str, out: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, num_classes: int):
     if task == "regression":
         return regression_metrics(out, y, mask)
+    if task == "reconstruction":
+        return reconstruction_metrics(out, y, mask)
     return classification_metrics(out, y, mask, num_classes)
 
 
 def key_metric(task: str) -> str:
-    return "mse" if task == "regression" else "accuracy"
+    return "mse" if task in ("regression", "reconstruction") else "accuracy"
 
 
 def lower_is_better(metric: str) -> bool:

@@ -1,7 +1,9 @@
 """FedSoft Figure 1 style figures, written as PNG into the run directory:
 centers.png (each center's test metric on each distribution over rounds) and
 importance.png (mean importance-weight estimate per mixture group over rounds), and
-cluster_sizes.png (Fed-CAM Figures 1 and 3: stacked cluster sizes over rounds)."""
+cluster_sizes.png (Fed-CAM Figures 1 and 3: stacked cluster sizes over rounds),
+loss_heatmap.png (CLoVE Figure 4: each client's loss on each model) and, for a sweep,
+ari_over_rounds.png (CLoVE Figure 2: ARI vs round per algorithm)."""
 from pathlib import Path
 
 import matplotlib
@@ -88,3 +90,39 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
         fig.tight_layout()
         fig.savefig(out / "importance.png", dpi=110)
         plt.close(fig)
+
+
+def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = "") -> None:
+    """Clients (rows, ordered by true cluster when known) x models: mean training loss."""
+    order = np.argsort(truth, kind="stable") if truth is not None else np.arange(len(losses))
+    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * losses.shape[1], 1.2 + 0.12 * len(losses)))
+    im = ax.imshow(losses[order], aspect="auto", cmap="viridis")
+    ax.set_xlabel("model")
+    ax.set_ylabel("client (by true cluster)" if truth is not None else "client")
+    if truth is not None:
+        bounds = np.nonzero(np.diff(np.asarray(truth)[order]))[0]
+        for b in bounds:
+            ax.axhline(b + 0.5, color="white", lw=0.8)
+    fig.colorbar(im, ax=ax, label="mean training loss")
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_ari_over_rounds(path: Path, panels) -> None:
+    """panels: [(title, {label: [ARI per round] or [[...] per seed]})]; one line per label (mean over seeds)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2), squeeze=False, sharey=True)
+    for ax, (title, curves) in zip(axes[0], panels):
+        for label, seeds in sorted(curves.items()):
+            length = min(len(c) for c in seeds)
+            mean = np.mean([c[:length] for c in seeds], axis=0)
+            ax.plot(np.arange(1, length + 1), mean, label=label)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylim(-0.05, 1.05)
+    axes[0][0].set_ylabel("ARI")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from . import __version__
 from .algorithms.base import Federation
 from .data import build_federated_data, build_label_federated_data
+from .data.federated import as_reconstruction
 from .engine.local import LocalJob, LocalTrainer
 from .engine.optim import build_optimizer, put_state, take_state
 from .errors import ConfigError, NonFiniteLossError
@@ -77,9 +78,11 @@ def build_data(source, partition, seed: int):
     """Mixture partitions draw from the source's S distributions; label partitions split
     one labelled pool by class."""
     if hasattr(partition, "split"):
-        return build_label_federated_data(source, partition, seed)
-    plan = partition.plan(len(source.distribution_names), generator(seed, "partition"))
-    return build_federated_data(source, plan, seed)
+        data = build_label_federated_data(source, partition, seed)
+    else:
+        plan = partition.plan(len(source.distribution_names), generator(seed, "partition"))
+        data = build_federated_data(source, plan, seed)
+    return as_reconstruction(data) if source.task == "reconstruction" else data
 
 
 def build(cfg: DictConfig):
@@ -217,9 +220,17 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         summary["nonempty_clusters"] = int(sum(s > 0 for s in final_sizes))
         summary["largest_cluster_share"] = max(final_sizes) / max(sum(final_sizes), 1)
     write_json(out / "summary.json", summary)
+    losses = getattr(alg, "loss_vectors", None)   # the last round's client x model losses (CLoVE, IFCA)
+    if losses is not None:
+        L = losses.detach().cpu().numpy()
+        write_csv(out / "loss_vectors.csv", pd.DataFrame(L, columns=[f"model_{j}" for j in range(L.shape[1])]))
     if cfg.plots:
-        from .plots import write_run_figures
+        from .plots import write_loss_heatmap, write_run_figures
         write_run_figures(out, frame, pd.DataFrame(assignments), fed.data, summary, pd.DataFrame(sizes))
+        if losses is not None and len(L) == fed.num_clients:
+            truth = fed.data.cluster_truth
+            write_loss_heatmap(out / "loss_heatmap.png", L, None if truth is None else truth.cpu().numpy(),
+                               f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
     if ckpt_path.exists():
         ckpt_path.unlink()
     return summary
@@ -255,6 +266,7 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
     ari_frame = frame[frame["metric"] == "ari"].sort_values("round") if len(frame) else frame
     if len(ari_frame):
         summary["ari"] = float(ari_frame["value"].iloc[-1])
+        summary["ari_by_round"] = [round(float(v), 6) for v in ari_frame["value"]]
         summary.update(convergence(ari_frame["value"].tolist()))
     if len(assign) and len(centers):
         summary["importance_error"] = importance_error(assign, final, data, summary["matched_center"])

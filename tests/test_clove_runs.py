@@ -57,3 +57,53 @@ def test_cfl_splits_when_the_criterion_holds(tmp_path, root):
     s = run(cfg(root, "partition=concept_shift", "num_clusters=2", "algorithm=cfl", "algorithm.eps2=1e9"),
             tmp_path / "nosplit")
     assert s["nonempty_clusters"] == 1 and s["ari"] == 0.0
+
+
+def test_unsupervised_mode_trains_autoencoders_on_reconstruction(tmp_path, root):
+    """No labels in the loss: targets are the images; CLoVE separates one-class clusters."""
+    for algorithm in ("clove", "fedavg"):
+        s = run(cfg(root, "partition=label_skew1", "partition.classes_per_cluster=1", "num_clusters=4",
+                    "dataset.unsupervised=true", "model=fc_autoencoder", f"algorithm={algorithm}", "plots=true"),
+                tmp_path / algorithm)
+        assert s["task"] == "reconstruction" and s["key_metric"] == "mse"
+        frame = pd.read_csv(tmp_path / algorithm / "metrics.csv")
+        mse = frame[(frame["metric"] == "mse") & (frame["eval_set"] == "local_test")].groupby("round")["value"].mean()
+        assert mse.iloc[-1] < mse.iloc[0]                            # reconstruction improves
+    assert s["local"]["local_test_mse"] > 0
+    clove = pd.read_json(tmp_path / "clove" / "summary.json", typ="series")
+    assert clove["ari"] == 1.0
+    assert (tmp_path / "clove" / "loss_heatmap.png").exists()
+    losses = pd.read_csv(tmp_path / "clove" / "loss_vectors.csv")
+    assert losses.shape == (8, 4)
+
+
+def test_separated_regression_recovers_clusters_for_several_deltas(tmp_path):
+    """CLoVE App. C.1.1 at a small scale: unit-norm cluster models delta apart."""
+    from fedcluster.data.synthetic import separated_unit_vectors
+    import torch
+    for delta in (0.01, 0.3, 1.0):
+        theta = separated_unit_vectors(5, 10, delta, torch.Generator().manual_seed(0))
+        d = torch.cdist(theta.double(), theta.double())[torch.triu_indices(5, 5, 1).unbind()]
+        assert torch.allclose(theta.norm(dim=1), torch.ones(5)) and d.min() >= delta * (1 - 1e-5) and d.max() <= 5 * delta * (1 + 1e-5)
+    s = run(make_cfg(["+preset=clove/linreg", "hydra.mode=RUN", "dataset.delta=0.3", "partition.min_samples=400",
+                      "partition.max_samples=400", "train.epochs=10", "rounds=8", "progress=false", "plots=false"]),
+            tmp_path / "linreg")
+    assert s["ari"] == 1.0 and len(s["ari_by_round"]) == 8
+
+
+def test_images_preset_and_report_print_our_numbers_beside_the_papers(tmp_path, root):
+    from fedcluster.report import build_report
+    sweep = tmp_path / "sweep"
+    tiny = ["partition.num_clients=8", "partition.samples_per_client=60", "partition.test_samples_per_client=20",
+            "rounds=3", "eval_every=1", "progress=false", "plots=false", "checkpoint_every=0"]
+    for i, algorithm in enumerate(["fedavg", "clove"]):
+        c = make_cfg(["+preset=clove/images", f"dataset.root={root}", "partition=label_skew1", "partition.default_clusters=4",
+                      f"algorithm={algorithm}"] + tiny)
+        run(c, sweep / str(i))
+    text = build_report(sweep)
+    table = pd.read_csv(sweep / "report_clove_images.csv")
+    assert table["method"].tolist() == ["fedavg", "clove"]
+    row = table[table["method"] == "clove"].iloc[0]
+    assert row["fashion_mnist acc paper"] == "99.1±0.0" and row["fashion_mnist ARI paper"] == "1.00±0.00"
+    assert str(row["fashion_mnist paper first"]) == "2.0" and row["fashion_mnist seeds"] == 1
+    assert "CLoVE Tables 1, 2, 4" in text and (sweep / "ari_over_rounds.png").exists()

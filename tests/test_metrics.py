@@ -39,3 +39,16 @@ def test_nan_loss_stops_with_round_and_client(tmp_path):
     with pytest.raises(NonFiniteLossError, match=r"round 0: .*client \d+"):
         run(make_cfg(SMALL + ["algorithm=fedavg", "train.optimizer=sgd", "train.lr=1e6"]), tmp_path)
     assert not (tmp_path / "metrics.csv").exists()
+
+
+def test_reconstruction_mse_is_the_mean_per_sample_pixel_error():
+    from fedcluster.metrics import model_metrics
+    x = torch.zeros(1, 3, 2, 2)
+    out = torch.zeros(1, 3, 2, 2)
+    out[0, 0] = 1.0            # sample 0: every pixel off by 1 -> MSE 1
+    out[0, 1, 0, 0] = 2.0      # sample 1: one of 4 pixels off by 2 -> MSE 1
+    out[0, 2] = 5.0            # sample 2: padding, ignored
+    mask = torch.tensor([[True, True, False]])
+    assert model_metrics("reconstruction", out, x, mask, 0)["mse"].tolist() == [1.0]
+    from fedcluster.engine.losses import per_sample_loss
+    assert per_sample_loss("reconstruction", out[0], x[0]).tolist() == [1.0, 1.0, 25.0]

@@ -41,7 +41,8 @@ class IFCA(Algorithm):
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
 
     def plan(self, t, fed):
-        self.assignment = fed.mean_train_losses(self.centers).argmin(1)
+        self.loss_vectors = fed.mean_train_losses(self.centers)      # [N, K], kept for the loss heatmap
+        self.assignment = self.loss_vectors.argmin(1)
         clients = fed.sample_clients(self.client_fraction, t)
         return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
 

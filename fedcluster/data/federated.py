@@ -119,7 +119,7 @@ def build_label_federated_data(source, partition, seed: int) -> FederatedData:
     training samples come from the source's training pool and its held-out local test
     samples from the source's test pool, with the same class shares."""
     from ..errors import ConfigError
-    if source.task != "classification" or len(source.distribution_names) != 1:
+    if source.task not in ("classification", "reconstruction") or len(source.distribution_names) != 1:
         raise ConfigError(f"partition={partition.name} splits one labelled pool by class; the dataset has "
                           f"{len(source.distribution_names)} distributions ({source.distribution_names}). "
                           "Use dataset.distributions='[{rotation: 0}]'")
@@ -142,3 +142,14 @@ def build_label_federated_data(source, partition, seed: int) -> FederatedData:
     return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),
                          clients(tx, ty, split.train), clients(vx, vy, split.test), [],
                          torch.zeros(N, 0), split.truth)
+
+
+def as_reconstruction(data: FederatedData) -> FederatedData:
+    """The unsupervised view of `data` (CLoVE Table 5): every target is its input image, so
+    the models (autoencoders) are trained and scored on reconstruction MSE. Partitions, and
+    hence the true clusters, were made from the labels before they are dropped here."""
+    def recon(split: ClientSplit) -> ClientSplit:
+        return ClientSplit(split.x, split.x, split.source, split.n)
+    return FederatedData("reconstruction", data.num_classes, data.in_shape, data.distribution_names,
+                         recon(data.train), recon(data.local_test), [(x, x) for x, _ in data.source_test],
+                         data.mixture, data.truth)

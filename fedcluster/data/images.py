@@ -23,7 +23,7 @@ class ImageSource:
 
     def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
                  test_size: Optional[int] = None, seed: int = 0, reader_kwargs: Optional[dict] = None,
-                 train_size: Optional[int] = None):
+                 train_size: Optional[int] = None, unsupervised: bool = False):
         if name not in READERS:
             raise ConfigError(f"dataset.name={name!r} is unknown; allowed: {sorted(READERS)}")
         if not distributions:
@@ -37,6 +37,8 @@ class ImageSource:
                                   f"allowed: {sorted(SUBSETS.get(name, {})) or 'none'}")
         tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **(reader_kwargs or {}))
         self.test_size, self.train_size, self.seed = test_size, train_size, seed
+        if unsupervised:   # reconstruction targets instead of labels (CLoVE's unsupervised mode)
+            self.task = "reconstruction"
         self.distribution_names = [
             (f"{s['subset']}_" if s["subset"] else "") + f"rot{s['rotation']}" for s in self.specs]
         self.in_shape = tuple(tx.shape[1:])

@@ -28,3 +28,39 @@ class SyntheticRegression:
         x = torch.randn(n, self.in_shape[0], generator=g)
         y = x @ self.theta[distribution] + self.noise_std * torch.randn(n, generator=g)
         return x, y
+
+
+def separated_unit_vectors(K: int, dim: int, delta: float, g: torch.Generator, attempts: int = 10000) -> torch.Tensor:
+    """K unit vectors whose pairwise distances all lie in [delta, 5 delta] (CLoVE App. C.1.1).
+
+    Points are drawn on the unit sphere near a random pole (perturbations of scale
+    ~2 delta, or uniformly when delta is large) until every pair falls in the range."""
+    if not 0 < delta <= 2:
+        raise ConfigError(f"dataset.delta={delta} must be in (0, 2]: unit vectors are at most 2 apart")
+    pole = torch.nn.functional.normalize(torch.randn(dim, generator=g), dim=0)
+    spread = 2 * delta / (2 * dim) ** 0.5
+    iu = torch.triu_indices(K, K, 1)
+    for _ in range(attempts):
+        if delta >= 0.5:
+            theta = torch.nn.functional.normalize(torch.randn(K, dim, generator=g, dtype=torch.float64), dim=1)
+        else:
+            step = torch.randn(K, dim, generator=g, dtype=torch.float64) * spread
+            theta = torch.nn.functional.normalize(pole.double() + step, dim=1)
+        d = torch.cdist(theta, theta)[iu[0], iu[1]]
+        if K == 1 or (d.min() >= delta and d.max() <= 5 * delta):
+            return theta.float()
+    raise ConfigError(f"could not place {K} unit vectors in {dim} dimensions with pairwise distances in "
+                      f"[{delta}, {5 * delta}]; change dataset.delta or dataset.dim")
+
+
+class SeparatedRegression(SyntheticRegression):
+    """CLoVE App. C.1.1 mixed linear regression: y = <x, theta*_k> + eps with unit-norm
+    theta*_k, pairwise distances in [delta, 5 delta], x ~ N(0, I_d), eps ~ N(0, sigma^2),
+    sigma << 1 (CLoVE §4). The appendix gives neither d nor sigma; defaults d = 10 (as the
+    IFCA/FedSoft synthetic data) and sigma = 0.01."""
+
+    def __init__(self, dim: int = 10, num_distributions: int = 5, delta: float = 1.0, noise_std: float = 0.01,
+                 test_size: int = 2000, seed: int = 0):
+        super().__init__(dim, num_distributions, 1.0, noise_std, test_size, seed)
+        self.delta = delta
+        self.theta = separated_unit_vectors(num_distributions, dim, delta, generator(seed, "theta"))

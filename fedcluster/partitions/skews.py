@@ -5,7 +5,7 @@ and `test_samples_per_client` held-out test samples, both drawn (without replace
 sample used twice) from its own distribution: the same class proportions and the same
 transform (rotation for feature skew, label swaps for concept shift). A skew decides each
 client's class proportions `probs [m, C]` and, optionally, per-client transforms."""
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -19,9 +19,12 @@ class ClusterSkew(_Clusters):
     `quarter_turns(K)` or `label_maps(C, rng)`."""
     name = "skew"
 
-    def __init__(self, samples_per_client: int = 500, test_samples_per_client: int = 100, **kw):
+    def __init__(self, samples_per_client: int = 500, test_samples_per_client: int = 100,
+                 num_clusters: Optional[int] = None, default_clusters: int = 4, **kw):
+        """num_clusters: K (the run's top-level num_clusters); null: default_clusters, this
+        skew's usual K, which then becomes the run's K."""
         kw.setdefault("min_samples", 1)
-        super().__init__(**kw)
+        super().__init__(num_clusters=default_clusters if num_clusters is None else num_clusters, **kw)
         if samples_per_client < 1 or test_samples_per_client < 1:
             raise ConfigError(f"partition.samples_per_client={samples_per_client} and test_samples_per_client="
                               f"{test_samples_per_client} must be >= 1")
