@@ -212,6 +212,8 @@ class IFCAAlgorithm:
     num_clusters: Optional[int] = None
     client_fraction: float = 1.0
     update: str = "mean"          # mean (IFCA) | eq6 (Fed-CAM eq. 6)
+    init: str = "independent"     # independent | identical (CLoVE §5.2)
+    first_round: str = "evaluation"   # evaluation | random (CLoVE §5.2)
 
 
 @dataclass

@@ -68,3 +68,30 @@ def test_convergence_metrics_on_hand_made_ari_curves():
     assert convergence([0.0] * 10)["ari_pct_of_final_by_round10"] is None     # final ARI 0: undefined
     assert convergence([0.5, 1.0])["ari_pct_of_final_by_round10"] is None     # fewer than 10 rounds
     assert ari([0, 0, 1, 1], [1, 1, 0, 0]) == 1.0 and ari([0, 0, 1, 1], [0, 1, 0, 1]) < 0
+
+
+def test_option2_gradient_averaging_is_one_sgd_step_then_model_averaging():
+    """CLoVE Alg. 1 line 15 (Option II) == Option I with a single plain SGD step."""
+    from fedcluster.algorithms.base import weighted_mean_rows
+    from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule
+    from fedcluster.engine.optim import build_optimizer
+    torch.manual_seed(0)
+    from fedcluster.models import LinearRegression
+    model = LinearRegression((3,))
+    x, w_true = torch.randn(4, 10, 3), torch.randn(3)
+    y = x @ w_true + 0.1 * torch.randn(4, 10)
+    theta = {"linear.weight": torch.randn(1, 1, 3)}
+    start = {"linear.weight": theta["linear.weight"].expand(4, -1, -1).clone()}
+    lr, sizes = 0.1, torch.tensor([10.0, 10.0, 10.0, 10.0])
+    opt = build_optimizer("sgd", lr=lr, momentum=0.0, weight_decay=0.0)
+    trainer = LocalTrainer(model, "regression", opt, epochs=1, batch_size=10, steps=1)
+    schedule = Schedule(torch.arange(10).expand(4, 1, 10).clone(), torch.ones(4, 1, 10, dtype=torch.bool))
+    job = LocalJob(x, y, torch.arange(4), start, opt.init(start), schedule)
+    averaged = weighted_mean_rows(trainer.train(job, "batched").params, torch.arange(4), sizes)["linear.weight"][0]
+    grads = []
+    for m in range(4):
+        w = theta["linear.weight"][0].clone().requires_grad_(True)
+        loss = ((x[m] @ w.T).squeeze(-1) - y[m]).pow(2).mean()
+        grads.append(torch.autograd.grad(loss, w)[0])
+    expected = theta["linear.weight"][0] - lr * torch.stack(grads).mean(0)
+    assert torch.allclose(averaged, expected, atol=1e-6)

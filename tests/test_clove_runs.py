@@ -107,3 +107,19 @@ def test_images_preset_and_report_print_our_numbers_beside_the_papers(tmp_path, 
     assert row["fashion_mnist acc paper"] == "99.1±0.0" and row["fashion_mnist ARI paper"] == "1.00±0.00"
     assert str(row["fashion_mnist paper first"]) == "2.0" and row["fashion_mnist seeds"] == 1
     assert "CLoVE Tables 1, 2, 4" in text and (sweep / "ari_over_rounds.png").exists()
+
+
+@pytest.mark.parametrize("preset,table,option", [("init_study", "clove_init_study", "algorithm.init=identical"),
+                                                 ("ablation", "clove_ablation", "algorithm.matching=none")])
+def test_study_presets_run_and_report(tmp_path, root, preset, table, option):
+    from fedcluster.report import build_report
+    tiny = [f"dataset.root={root}", "dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]",
+            "partition.num_clients=10", "partition.samples_per_client=40", "partition.test_samples_per_client=10",
+            "rounds=2", "progress=false", "plots=false", "checkpoint_every=0"]
+    if preset == "init_study":
+        tiny += ["partition.default_clusters=5"]
+    for i, extra in enumerate([[], [option]]):
+        run(make_cfg([f"+preset=clove/{preset}"] + tiny + extra), tmp_path / str(i))
+    build_report(tmp_path)
+    frame = pd.read_csv(tmp_path / f"report_{table}.csv")
+    assert len(frame) == 2 and "ARI" in " ".join(frame.columns)

@@ -6,8 +6,9 @@ groups to models by a minimum-cost bipartite matching whose cost is the groups' 
 loss on each model (line 10, Hungarian method). Each client then trains its group's model
 and each model becomes the n_i-weighted average of its clients' results (Option I, lines
 11-15). Option II (gradient averaging) is Option I with one plain SGD step per round
-(train.optimizer=sgd, momentum 0, train.steps=1): averaging theta - lr g_i over the group
-equals theta - lr * (weighted mean gradient), the update of line 15; preset clove/option2.
+(train.optimizer=sgd train.momentum=0 train.steps=1, train.batch_size = the mini-batch of
+line 12): averaging theta - lr g_i over the group equals theta - lr * (weighted mean
+gradient), the update of line 15 (tests/test_clove.py checks this identity).
 
 Options from §5.2-5.3: models initialised independently or identical; first-round
 assignment by evaluation (as every round) or at random; k-means or agglomerative

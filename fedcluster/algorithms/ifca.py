@@ -31,18 +31,29 @@ class IFCA(Algorithm):
     A client's local model is its assigned cluster model."""
     name = "ifca"
 
-    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, update: str = "mean"):
+    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, update: str = "mean",
+                 init: str = "independent", first_round: str = "evaluation"):
         if update not in UPDATES:
             raise ConfigError(f"algorithm.update={update!r} is unknown; allowed: {list(UPDATES)}")
+        if init not in ("independent", "identical") or first_round not in ("evaluation", "random"):
+            raise ConfigError(f"algorithm.init={init!r} / first_round={first_round!r}: allowed init in "
+                              "['independent', 'identical'], first_round in ['evaluation', 'random']")
         self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
+        self.init, self.first_round = init, first_round
 
     def setup(self, fed):
+        """init (CLoVE §5.2): K independently initialised models, or K copies of one."""
         self.centers = fed.init_models(self.num_clusters, "centers")
+        if self.init == "identical":
+            self.centers = repeat(self.centers, torch.zeros(self.num_clusters, dtype=torch.long, device=fed.device))
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
 
     def plan(self, t, fed):
         self.loss_vectors = fed.mean_train_losses(self.centers)      # [N, K], kept for the loss heatmap
         self.assignment = self.loss_vectors.argmin(1)
+        if t == 0 and self.first_round == "random":                  # CLoVE §5.2 'first:r'
+            g = fed.generator("ifca-first-round")
+            self.assignment = torch.randint(0, self.num_clusters, (fed.num_clients,), generator=g).to(fed.device)
         clients = fed.sample_clients(self.client_fraction, t)
         return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
 
