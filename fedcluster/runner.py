@@ -24,7 +24,7 @@ from .evaluation import ari_rows, assignment_rows, cluster_size_rows, convergenc
 from .io import save_torch, write_csv, write_json, write_text
 from .metrics import hungarian_match, key_metric
 from .models.stacked import all_finite
-from .rng import generator
+from .rng import derived_seed, generator
 
 CHECKPOINT = "checkpoint.pt"
 ENGINES = ("auto", "batched", "sequential")
@@ -35,6 +35,13 @@ def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) 
     convolutions measured slower than a per-client loop (scripts/benchmark.py)."""
     if requested not in ENGINES:
         raise ConfigError(f"engine={requested!r} is unknown; allowed: {list(ENGINES)}")
+    stateful = [type(m).__name__ for m in model.modules()
+                if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.Dropout))]
+    if stateful:   # batch statistics would include padded samples; vmap has no per-row dropout masks here
+        if requested == "batched":
+            print(f"fedcluster: the model has {sorted(set(stateful))}; training with the sequential engine "
+                  "(per-client batch-norm statistics and dropout masks)", file=sys.stderr)
+        return "sequential"
     if requested != "auto":
         return requested
     has_conv = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules())
@@ -163,13 +170,14 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         clients = plan.clients.to(fed.device)
         if alg.keep_client_state:
             if client_state is None:
-                client_state = trainer.optimizer.init(alg.local_models(fed))
+                client_state = trainer.init_state(alg.local_models(fed))
             opt_state = take_state(client_state, clients)
         else:
-            opt_state = trainer.optimizer.init(plan.start)
+            opt_state = trainer.init_state(plan.start)
         tr = fed.data.train
         schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
-        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets)
+        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
+                       seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
         tick = time.perf_counter()
         result = trainer.train(job, engine)
         if fed.device.type == "cuda":

@@ -3,6 +3,7 @@
 Client data is padded to the largest client; these functions run the model on the real
 samples only (padding positions come back as zeros), so a skewed partition with one
 large client costs no more than its real sample count."""
+import functools
 from typing import Optional
 
 import torch
@@ -12,7 +13,22 @@ from ..models.stacked import Stack
 from .losses import per_sample_loss
 
 
+def in_eval_mode(fn):
+    """Run `fn(model, ...)` with the model in eval mode (batch norm uses each model's running
+    statistics, dropout is off), then restore the model's mode."""
+    @functools.wraps(fn)
+    def wrapper(model, *args, **kwargs):
+        was_training = model.training
+        model.eval()
+        try:
+            return fn(model, *args, **kwargs)
+        finally:
+            model.train(was_training)
+    return wrapper
+
+
 @torch.no_grad()
+@in_eval_mode
 def outputs_on_shared(model, params: Stack, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
     """Outputs of every model in `params` [M] on the same inputs x [N, ...]: [M, N, ...]."""
     M = next(iter(params.values())).shape[0]
@@ -24,6 +40,7 @@ def outputs_on_shared(model, params: Stack, x: torch.Tensor, chunk: int = 4096) 
 
 
 @torch.no_grad()
+@in_eval_mode
 def outputs_on_clients(model, params: Stack, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Every model [K] on every client's real samples (x [N, Nmax, ...], mask [N, Nmax]):
     [K, N, Nmax, ...], zeros at padding."""
@@ -34,6 +51,7 @@ def outputs_on_clients(model, params: Stack, x: torch.Tensor, mask: torch.Tensor
 
 
 @torch.no_grad()
+@in_eval_mode
 def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batched: bool,
                    rows: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Model m on its own client's inputs x[rows[m]] (rows: default 0..M-1): [M, Nmax, ...],
@@ -54,6 +72,7 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
 
 
 @torch.no_grad()
+@in_eval_mode
 def losses_on_clients(model, task: str, params: Stack, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor,
                       offsets: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Per-sample loss of each model [K] on every client's samples: [K, N, Nmax] (padding = +inf).

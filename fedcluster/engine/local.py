@@ -42,6 +42,7 @@ class LocalJob:
     refs: Optional[Stack] = None    # [R] proximal reference models, shared by all rows
     coeffs: Optional[torch.Tensor] = None    # [M, R]
     offsets: Optional[torch.Tensor] = None   # [M, Nmax, C] frozen logits added to the model's output
+    seed: int = 0                   # seeds each row's dropout masks (sequential engine)
 
 
 @dataclass
@@ -103,14 +104,25 @@ class LocalTrainer:
                  steps: Optional[int] = None):
         self.model, self.task, self.optimizer = model, task, optimizer
         self.epochs, self.batch_size, self.steps = epochs, batch_size, steps
+        self.param_names = [k for k, _ in model.named_parameters()]
+
+    def split(self, stack: Stack):
+        """(trainable parameters, buffers such as batch-norm running statistics)."""
+        params = {k: stack[k] for k in self.param_names}
+        return params, {k: v for k, v in stack.items() if k not in params}
+
+    def init_state(self, stack: Stack) -> dict:
+        """Optimizer state for the trainable parameters of `stack`."""
+        return self.optimizer.init(self.split(stack)[0])
 
     def schedule(self, n: torch.Tensor, width: int, g: torch.Generator) -> Schedule:
         if self.steps:
             return step_schedule(n, self.steps, self.batch_size, g)
         return epoch_schedule(n, self.epochs, self.batch_size, width, g)
 
-    def objective(self, params, x, y, valid, coeffs, refs, offset):
-        out = functional_call(self.model, params, (x,))
+    def objective(self, params, x, y, valid, coeffs, refs, offset, buffers=None):
+        """`buffers` (not differentiated) are updated in place by batch norm in train mode."""
+        out = functional_call(self.model, {**params, **buffers} if buffers else params, (x,))
         if offset is not None:
             out = out + offset
         losses = per_sample_loss(self.task, out, y)
@@ -123,6 +135,8 @@ class LocalTrainer:
 
     # -- batched: all rows step together under vmap -----------------------------------------
     def train_batched(self, job: LocalJob) -> LocalResult:
+        if set(job.start) != set(self.param_names):
+            raise ValueError("the batched engine does not train models with buffers (batch norm); use the sequential one")
         device = job.x.device
         rows = job.rows.to(device)
         M = len(rows)
@@ -149,7 +163,7 @@ class LocalTrainer:
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
         single_grad = grad(self.objective, has_aux=True)
-        params = {k: v.clone() for k, v in job.start.items()}
+        params, buffers = self.split({k: v.clone() for k, v in job.start.items()})
         state = take_state(job.opt_state, slice(None))
         device = job.x.device
         M = len(job.rows)
@@ -161,21 +175,26 @@ class LocalTrainer:
             p = {k: v[m: m + 1] for k, v in params.items()}
             s = take_state(state, slice(m, m + 1))
             coeffs = job.coeffs[m] if job.refs is not None else None
-            for step in range(job.schedule.index.shape[1]):
-                idx = job.schedule.index[m, step][job.schedule.valid[m, step]].to(device)
-                if len(idx) == 0:
-                    continue
-                x, y = job.x[client, idx], job.y[client, idx]
-                offset = job.offsets[m, idx] if job.offsets is not None else None
-                valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
-                g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset)
-                p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
-                last[m] = data_loss.detach()
-                finite[m] &= bool(torch.isfinite(data_loss))
+            b = {k: v[m] for k, v in buffers.items()}          # views: batch norm updates the row in place
+            b.update({k: torch.zeros((), dtype=v.dtype, device=device)   # batch counters: not kept
+                      for k, v in self.model.named_buffers() if not v.is_floating_point()})
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                torch.manual_seed(job.seed + m)                 # this row's dropout masks
+                for step in range(job.schedule.index.shape[1]):
+                    idx = job.schedule.index[m, step][job.schedule.valid[m, step]].to(device)
+                    if len(idx) == 0:
+                        continue
+                    x, y = job.x[client, idx], job.y[client, idx]
+                    offset = job.offsets[m, idx] if job.offsets is not None else None
+                    valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
+                    g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset, b)
+                    p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
+                    last[m] = data_loss.detach()
+                    finite[m] &= bool(torch.isfinite(data_loss))
             for k in params:
                 params[k][m] = p[k][0]
             put_state(state, slice(m, m + 1), s)
-        return LocalResult(params, state, last, finite)
+        return LocalResult({**params, **buffers}, state, last, finite)
 
     def train(self, job: LocalJob, engine: str) -> LocalResult:
         return self.train_batched(job) if engine == "batched" else self.train_sequential(job)

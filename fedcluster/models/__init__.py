@@ -1,8 +1,8 @@
 """Models built from conf/model/*.yaml. Each is a plain nn.Module; the engines call it
 functionally (torch.func.functional_call) over stacked per-client parameters."""
 from .autoencoder import ConvAutoencoder, FCAutoencoder
-from .cnn import CifarCNN, LeNetCNN, LettersCNN
+from .cnn import BatchNormCNN, CifarCNN, LeNetCNN, LettersCNN
 from .linear import LinearRegression
 from .mlp import MLP
 
-__all__ = ["LinearRegression", "MLP", "LeNetCNN", "LettersCNN", "CifarCNN", "FCAutoencoder", "ConvAutoencoder"]
+__all__ = ["LinearRegression", "MLP", "LeNetCNN", "LettersCNN", "CifarCNN", "FCAutoencoder", "ConvAutoencoder", "BatchNormCNN"]

@@ -6,8 +6,12 @@ from .init import xavier_normal_linear_kaiming_conv
 
 
 def _flat_size(features: nn.Module, in_shape) -> int:
+    was_training = features.training
+    features.eval()   # leave batch-norm running statistics untouched
     with torch.no_grad():
-        return features(torch.zeros(1, *in_shape)).flatten(1).shape[1]
+        size = features(torch.zeros(1, *in_shape)).flatten(1).shape[1]
+    features.train(was_training)
+    return size
 
 
 class LeNetCNN(nn.Module):
@@ -70,6 +74,29 @@ class CifarCNN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), 1024), nn.ReLU(),
             nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, num_outputs))
+        xavier_normal_linear_kaiming_conv(self)
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class BatchNormCNN(nn.Module):
+    """CLoVE's CIFAR-10 classifier (App. B: 'deep CNN ... batch normalization ... dropout in
+    fully connected layers'; no sizes given, ours): three blocks of 3x3 conv (32, 64, 128
+    channels) + batch norm + ReLU + 2x2 max-pool, then FC 256 + ReLU + dropout(0.5) + classes.
+    Trained by the sequential engine: each client's copy keeps its own running statistics."""
+
+    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128), hidden: int = 256, dropout: float = 0.5):
+        super().__init__()
+        layers, c = [], in_shape[0]
+        for width in channels:
+            layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2)]
+            c = width
+        layers.append(nn.Flatten())
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(
+            nn.Linear(_flat_size(self.features, in_shape), hidden), nn.ReLU(), nn.Dropout(dropout),
+            nn.Linear(hidden, num_outputs))
         xavier_normal_linear_kaiming_conv(self)
 
     def forward(self, x):

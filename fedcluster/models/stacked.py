@@ -10,12 +10,17 @@ Stack = Dict[str, torch.Tensor]
 
 
 def init_stack(build: Callable[[], nn.Module], count: int, seed: int, device, dtype) -> Stack:
-    """`count` independently initialised models, deterministic in `seed`."""
+    """`count` independently initialised models, deterministic in `seed`. Floating-point
+    buffers (batch norm running statistics) are part of each model's row, so every model,
+    and every client's copy, keeps its own statistics and they are averaged like weights."""
     rows = []
     for i in range(count):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed + 7919 * i)
-            rows.append({k: v.detach().clone() for k, v in build().named_parameters()})
+            module = build()
+            row = {k: v.detach().clone() for k, v in module.named_parameters()}
+            row.update({k: v.detach().clone() for k, v in module.named_buffers() if v.is_floating_point()})
+            rows.append(row)
     return {k: torch.stack([r[k] for r in rows]).to(device=device, dtype=dtype) for k in rows[0]}
 
 
