@@ -96,7 +96,10 @@ def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = 
     """Clients (rows, ordered by true cluster when known) x models: mean training loss."""
     order = np.argsort(truth, kind="stable") if truth is not None else np.arange(len(losses))
     fig, ax = plt.subplots(figsize=(1.2 + 0.45 * losses.shape[1], 1.2 + 0.12 * len(losses)))
-    im = ax.imshow(losses[order], aspect="auto", cmap="viridis")
+    im = ax.imshow(losses[order], aspect="auto", cmap="viridis", interpolation="nearest")
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("model")
     ax.set_ylabel("client (by true cluster)" if truth is not None else "client")
     if truth is not None:
