@@ -228,6 +228,9 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         summary["nonempty_clusters"] = int(sum(s > 0 for s in final_sizes))
         summary["largest_cluster_share"] = max(final_sizes) / max(sum(final_sizes), 1)
     write_json(out / "summary.json", summary)
+    split_log = getattr(alg, "split_log", None)   # CFL: update norms per cluster and round, to calibrate eps1/eps2
+    if split_log:
+        write_csv(out / "cfl_splits.csv", pd.DataFrame(split_log))
     losses = getattr(alg, "loss_vectors", None)   # the last round's client x model losses (CLoVE, IFCA)
     if losses is not None:
         L = losses.detach().cpu().numpy()

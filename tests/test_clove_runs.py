@@ -53,6 +53,8 @@ def test_cfl_splits_when_the_criterion_holds(tmp_path, root):
     s = run(cfg(root, "partition=concept_shift", "num_clusters=2", "algorithm=cfl", "algorithm.warmup_rounds=1",
                 "algorithm.eps1=1e9", "algorithm.eps2=0"), tmp_path / "split")
     assert s["nonempty_clusters"] > 1
+    norms = pd.read_csv(tmp_path / "split" / "cfl_splits.csv")
+    assert {"round", "cluster", "mean_norm", "max_norm", "split"} <= set(norms.columns) and norms["split"].any()
     # eps2 huge: never splits; every client keeps the one model (ARI 0 against 2 true clusters).
     s = run(cfg(root, "partition=concept_shift", "num_clusters=2", "algorithm=cfl", "algorithm.eps2=1e9"),
             tmp_path / "nosplit")

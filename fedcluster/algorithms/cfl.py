@@ -70,13 +70,13 @@ class CFL(Algorithm):
         sizes = fed.sizes.double()
         for c in range(self.num_clusters):
             members = torch.nonzero(self.assignment == c).squeeze(1)
-            if len(members) <= 2 or t < self.warmup_rounds:
+            if len(members) <= 2:
                 continue
-            if self.max_clusters and self.num_clusters >= self.max_clusters:
-                break
-            split, mean_norm, max_norm = split_criterion(updates[members], sizes[members], self.eps1, self.eps2)
-            self.split_log.append({"round": t, "cluster": c, "mean_norm": mean_norm, "max_norm": max_norm,
-                                   "split": split})
+            criterion, mean_norm, max_norm = split_criterion(updates[members], sizes[members], self.eps1, self.eps2)
+            split = (criterion and t >= self.warmup_rounds
+                     and not (self.max_clusters and self.num_clusters >= self.max_clusters))
+            self.split_log.append({"round": t, "cluster": c, "clients": len(members), "mean_norm": mean_norm,
+                                   "max_norm": max_norm, "split": split})
             if split:
                 halves = bipartition(updates[members])
                 new = self.num_clusters
