@@ -33,8 +33,11 @@ def plot_cluster_sizes(ax, sizes: pd.DataFrame, title: str) -> None:
 def write_cluster_sizes(path: Path, runs) -> None:
     """One panel per (title, sizes frame) in `runs`, side by side."""
     fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.4), squeeze=False)
+    first = min(int(sizes["round"].min()) for _, sizes in runs)
+    last = max(int(sizes["round"].max()) for _, sizes in runs)
     for ax, (title, sizes) in zip(axes[0], runs):
         plot_cluster_sizes(ax, sizes, title)
+        ax.set_xlim(first, last)   # same rounds on every panel (CAM methods cluster only after warm-up)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
