@@ -145,7 +145,11 @@ def _cam_key(run):
 
 
 def _pct(values) -> str:
-    return _fmt([100 * v for v in values if v is not None])
+    """Percentages with one decimal: mean (± std over seeds)."""
+    v = np.asarray([100 * x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return "–"
+    return f"{v.mean():.1f}" if len(v) == 1 else f"{v.mean():.1f} ± {v.std(ddof=0):.1f}"
 
 
 def table_cam(runs, table: str):
