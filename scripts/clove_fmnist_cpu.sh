@@ -6,7 +6,7 @@
 set -euo pipefail
 out=${1:-outputs/presets/clove_fmnist_cpu}; shift || true
 start=$(date +%s)
-fedcluster +preset=clove/images rounds=${ROUNDS:-30} eval_every=10 "hydra.sweeper.params.seed=${SEEDS:-0}" \
+fedcluster +preset=clove/images rounds=${ROUNDS:-30} eval_every=10 "hydra.sweeper.params.seed='${SEEDS:-0}'" \
   hydra.sweep.dir="$out" "$@"
 echo "done after $(( $(date +%s) - start )) s"
 fedcluster-report "$out"
