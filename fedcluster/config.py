@@ -217,6 +217,15 @@ class IFCAAlgorithm:
 
 
 @dataclass
+class FedEMAlgorithm:
+    _target_: str = "fedcluster.algorithms.FedEM"
+    name: str = "fedem"
+    num_clusters: Optional[int] = None    # M components; null: one per source distribution
+    client_fraction: float = 1.0
+    local_predictor: str = "mixture"      # mixture | top_component (FedSoft's Table 2)
+
+
+@dataclass
 class FeSEMAlgorithm:
     _target_: str = "fedcluster.algorithms.FeSEM"
     name: str = "fesem"
@@ -305,7 +314,7 @@ SCHEMAS = {
                   "label_skew3": LabelSkew3Partition, "label_skew4": LabelSkew4Partition},
     "model": {"model": Model, "mlp": MLPModel},
     "algorithm": {"fedsoft": FedSoftAlgorithm, "ifca": IFCAAlgorithm, "fedavg": FedAvgAlgorithm,
-                  "fedprox": FedProxAlgorithm, "local": LocalAlgorithm, "fesem": FeSEMAlgorithm,
+                  "fedprox": FedProxAlgorithm, "fedem": FedEMAlgorithm, "local": LocalAlgorithm, "fesem": FeSEMAlgorithm,
                   "cam": CAMAlgorithm, "clove": CLoVEAlgorithm, "cfl": CFLAlgorithm, "ensemble": EnsembleAlgorithm},
     "hardware": {"hardware": HardwareConfig},
 }

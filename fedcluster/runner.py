@@ -177,7 +177,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         tr = fed.data.train
         schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
         job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
-                       seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
+                       sample_weights=plan.sample_weights, seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
         tick = time.perf_counter()
         result = trainer.train(job, engine)
         if fed.device.type == "cuda":

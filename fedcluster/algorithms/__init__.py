@@ -6,10 +6,11 @@ from .cfl import CFL
 from .clove import CLoVE
 from .ensemble import Ensemble
 from .fedavg import FedAvg, FedProx
+from .fedem import FedEM
 from .fedsoft import FedSoft
 from .fesem import FeSEM
 from .ifca import IFCA
 from .local_only import LocalOnly
 
-__all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg", "FedProx", "FedSoft", "FeSEM",
+__all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg", "FedEM", "FedProx", "FedSoft", "FeSEM",
            "IFCA", "LocalOnly"]

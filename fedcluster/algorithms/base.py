@@ -23,6 +23,7 @@ class RoundPlan:
     refs: Optional[Stack] = None           # [R] proximal reference models
     coeffs: Optional[torch.Tensor] = None  # [M, R] proximal coefficients
     offsets: Optional[torch.Tensor] = None # [M, Nmax, C] frozen logits added to the outputs (Fed-CAM)
+    sample_weights: Optional[torch.Tensor] = None  # [M, Nmax] per-sample loss weights (FedEM's q)
 
 
 def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
@@ -50,7 +51,12 @@ def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
         if not all(p.offsets is not None for p in plans):
             raise ValueError("concat_plans: either every plan has offsets or none")
         offsets = torch.cat([p.offsets for p in plans])
-    return RoundPlan(clients, start, refs, coeffs, offsets)
+    weights = None
+    if any(p.sample_weights is not None for p in plans):
+        like = next(p.sample_weights for p in plans if p.sample_weights is not None)
+        weights = torch.cat([p.sample_weights if p.sample_weights is not None
+                             else like.new_ones(len(p.clients), like.shape[1]) for p in plans])
+    return RoundPlan(clients, start, refs, coeffs, offsets, weights)
 
 
 def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:

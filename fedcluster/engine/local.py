@@ -2,14 +2,16 @@
 
 Both minimise, for each job row m (a client training one model), the local objective
 
-    mean_{batch} loss(offset_m(x) + f(x; w_m), y) + 1/2 * sum_r coeff[m, r] * ||w_m - ref_r||^2
+    mean_{batch} q_m(x) loss(offset_m(x) + f(x; w_m), y) + 1/2 * sum_r coeff[m, r] * ||w_m - ref_r||^2
 
 which covers plain local training (no references, no offset), FedProx (one reference, the
 global model, coeff = mu), FedSoft's proximal objective h_k (eq. 4: references = the S
 centers, coeff = lambda * u_ks), FeSEM's pull towards the assigned center, and Fed-CAM's
 additive model (eq. 1): `offset` holds the frozen partner model's logits on the client's
 samples (h(x; Theta_g) while training a cluster model, eq. 5; f(x; Theta_c(i)) while
-training the global one, eq. 8).
+training the global one, eq. 8). The per-sample weights q_m (default 1) are FedEM's
+posterior responsibilities of the component being trained (its M-step); the mean is
+still over the batch's samples, so the weights scale each sample's loss.
 
 Both engines visit the same mini-batches in the same order (the job's `schedule`) and
 apply the same optimizer code, so they give the same numbers up to floating-point
@@ -42,6 +44,7 @@ class LocalJob:
     refs: Optional[Stack] = None    # [R] proximal reference models, shared by all rows
     coeffs: Optional[torch.Tensor] = None    # [M, R]
     offsets: Optional[torch.Tensor] = None   # [M, Nmax, C] frozen logits added to the model's output
+    sample_weights: Optional[torch.Tensor] = None  # [M, Nmax] loss weight of each sample (FedEM)
     seed: int = 0                   # seeds each row's dropout masks (sequential engine)
 
 
@@ -120,13 +123,15 @@ class LocalTrainer:
             return step_schedule(n, self.steps, self.batch_size, g)
         return epoch_schedule(n, self.epochs, self.batch_size, width, g)
 
-    def objective(self, params, x, y, valid, coeffs, refs, offset, buffers=None):
-        """`buffers` (not differentiated) are updated in place by batch norm in train mode."""
+    def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None):
+        """`valid` marks the batch's real samples; `weight` (optional) scales each one's loss.
+        `buffers` (not differentiated) are updated in place by batch norm in train mode."""
         out = functional_call(self.model, {**params, **buffers} if buffers else params, (x,))
         if offset is not None:
             out = out + offset
         losses = per_sample_loss(self.task, out, y)
-        data_loss = (losses * valid).sum() / valid.sum().clamp_min(1)
+        scaled = losses * valid if weight is None else losses * valid * weight
+        data_loss = scaled.sum() / valid.sum().clamp_min(1)
         total = data_loss
         if refs is not None:
             sq = sum(((params[k].unsqueeze(0) - refs[k]) ** 2).flatten(1).sum(1) for k in params)
@@ -141,8 +146,10 @@ class LocalTrainer:
         rows = job.rows.to(device)
         M = len(rows)
         has_refs, has_offsets = job.refs is not None, job.offsets is not None
+        has_weights = job.sample_weights is not None
         step_grad = vmap(grad(self.objective, has_aux=True),
-                         in_dims=(0, 0, 0, 0, 0 if has_refs else None, None, 0 if has_offsets else None))
+                         in_dims=(0, 0, 0, 0, 0 if has_refs else None, None, 0 if has_offsets else None,
+                                  0 if has_weights else None))
         params, state = job.start, job.opt_state
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
         last = torch.zeros(M, device=device)
@@ -152,8 +159,10 @@ class LocalTrainer:
             idx, valid = index[:, s], valid_all[:, s]               # [M, B]
             active = valid.any(1)
             offset = job.offsets[job_rows, idx] if has_offsets else None
+            weight = job.sample_weights[job_rows, idx].to(job.x.dtype) if has_weights else None
             g, data_loss = step_grad(params, job.x[rows[:, None], idx], job.y[rows[:, None], idx],
-                                     valid.to(job.x.dtype), job.coeffs if has_refs else None, job.refs, offset)
+                                     valid.to(job.x.dtype), job.coeffs if has_refs else None, job.refs, offset,
+                                     weight)
             params, state = self.optimizer.update(params, g, state, active)
             last = torch.where(active, data_loss.detach(), last)
             finite &= torch.isfinite(data_loss) | ~active
@@ -186,8 +195,10 @@ class LocalTrainer:
                         continue
                     x, y = job.x[client, idx], job.y[client, idx]
                     offset = job.offsets[m, idx] if job.offsets is not None else None
+                    weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
                     valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
-                    g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset, b)
+                    g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset,
+                                               weight, b)
                     p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
                     last[m] = data_loss.detach()
                     finite[m] &= bool(torch.isfinite(data_loss))

@@ -1,0 +1,95 @@
+"""FedEM (Marfoq et al., NeurIPS 2021, Alg. 1): each client's data is a mixture of M shared
+components; FedSoft's baseline (FedSoft §5)."""
+import torch
+
+from ..engine.evaluate import outputs_paired
+from ..errors import ConfigError
+from ..models.stacked import repeat
+from .base import Algorithm, RoundPlan, concat_plans, split_rows
+
+LOCAL_PREDICTORS = ("mixture", "top_component")
+
+
+def e_step(per_sample_losses: torch.Tensor, log_pi: torch.Tensor, mask: torch.Tensor):
+    """Responsibilities and mixture weights (FedEM eqs. 9-10).
+
+    per_sample_losses: [M, N, Nmax] loss of component m on each sample (padding: anything);
+    log_pi: [N, M]; mask: [N, Nmax] real samples.
+    q[m, i, s] = softmax_m(log pi_im - loss_m(s)), zero at padding: [M, N, Nmax];
+    pi_im = mean over client i's samples of q[m, i, s]: [N, M]."""
+    losses = per_sample_losses.masked_fill(~mask.unsqueeze(0), 0.0)
+    q = torch.softmax(log_pi.T.unsqueeze(2) - losses, dim=0) * mask.unsqueeze(0)
+    n = mask.sum(1).clamp_min(1).to(q.dtype)
+    pi = (q.sum(2) / n).T
+    return q, pi
+
+
+def mixture_prediction(outputs: torch.Tensor, pi: torch.Tensor, task: str) -> torch.Tensor:
+    """A client's FedEM predictor: sum_m pi_im p_m(y|x). outputs: [M, N, Nmax, ...], pi: [N, M].
+    Classification: the log of the mixed class probabilities (argmax and cross-entropy apply);
+    otherwise the pi-weighted mean of the outputs."""
+    w = pi.T.to(outputs.dtype).view(*pi.T.shape, *([1] * (outputs.dim() - 2)))
+    if task == "classification":
+        return (torch.softmax(outputs, dim=-1) * w).sum(0).clamp_min(1e-30).log()
+    return (outputs * w).sum(0)
+
+
+class FedEM(Algorithm):
+    """M components shared by all clients, each client with its own mixture weights pi_i.
+
+    Each round, before local training, a client computes the responsibilities q of every
+    component for every training sample from the current components (E-step) and sets
+    pi_i to their mean; it then trains every component m on its q_m-weighted loss (M-step,
+    one local solver run per component) and the server averages each component over clients
+    weighted by n_i. A client predicts with its pi-weighted mixture (`local_predictor:
+    mixture`) or, as FedSoft did for its Table 2, with its largest-pi component
+    (`top_component`)."""
+    name = "fedem"
+
+    def __init__(self, num_clusters: int = 3, client_fraction: float = 1.0, local_predictor: str = "mixture"):
+        if local_predictor not in LOCAL_PREDICTORS:
+            raise ConfigError(f"algorithm.local_predictor={local_predictor!r} is unknown; allowed: {list(LOCAL_PREDICTORS)}")
+        if not 0 < client_fraction <= 1:
+            raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
+        self.num_clusters, self.client_fraction, self.local_predictor = num_clusters, client_fraction, local_predictor
+
+    def setup(self, fed):
+        self.components = fed.init_models(self.num_clusters, "components")
+        self.pi = torch.full((fed.num_clients, self.num_clusters), 1.0 / self.num_clusters,
+                             dtype=torch.float64, device=fed.device)
+
+    def plan(self, t, fed):
+        clients = fed.sample_clients(self.client_fraction, t)
+        losses = fed.train_losses(self.components).double()
+        q, pi = e_step(losses, self.pi.clamp_min(1e-300).log(), fed.data.train.mask.to(fed.device))
+        self.pi[clients] = pi[clients]
+        self._plans = [RoundPlan(clients, repeat(self.components, torch.full_like(clients, m)),
+                                 sample_weights=q[m, clients].to(fed.dtype))
+                       for m in range(self.num_clusters)]
+        return concat_plans(self._plans)
+
+    def aggregate(self, t, plan, trained, fed):
+        parts = split_rows(trained, [len(p.clients) for p in self._plans])
+        n = fed.sizes[self._plans[0].clients].double()
+        w = n / n.sum()
+        for m, part in enumerate(parts):
+            for k, v in part.items():
+                self.components[k][m] = torch.einsum("c,c...->...", w.to(v.dtype), v)
+
+    def cluster_models(self):
+        return self.components
+
+    def local_models(self, fed):
+        """Each client's largest-pi component."""
+        return repeat(self.components, self.pi.argmax(1))
+
+    def local_outputs(self, fed, split, batched):
+        if self.local_predictor == "top_component":
+            return super().local_outputs(fed, split, batched)
+        N = fed.num_clients
+        outs = torch.stack([outputs_paired(fed.model, repeat(self.components, torch.full((N,), m, device=fed.device)),
+                                           split.x, split.n, batched) for m in range(self.num_clusters)])
+        return mixture_prediction(outs, self.pi, fed.data.task)
+
+    def assignment_weights(self):
+        return self.pi
