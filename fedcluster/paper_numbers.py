@@ -184,3 +184,13 @@ CLOVE_UNSUPERVISED = {   # Table 5: test reconstruction loss (MSE)
     ("ifca", "mnist"): 0.024, ("ifca", "cifar10"): 0.019, ("ifca", "fashion_mnist"): 0.020,
     ("clove", "mnist"): 0.014, ("clove", "cifar10"): 0.021, ("clove", "fashion_mnist"): 0.016,
 }
+
+# FedSoft Table 2 (EMNIST letters, lower vs upper case): accuracy (%) of the center best on each
+# distribution (with its index) and w-bar, the mean local-model accuracy, which the authors' code
+# measured on the clients' training data.
+FEDSOFT_TABLE2_LETTERS = {
+    "mix_10_90": {"fedsoft": ((70.3, 1), (74.6, 0), 90.9), "ifca": ((58.5, 0), (61.3, 1), 65.2),
+                  "fedem": ((67.4, 1), (69.8, 1), 63.6)},
+    "linear": {"fedsoft": ((71.8, 0), (74.1, 1), 86.5), "ifca": ((55.4, 0), (57.2, 0), 62.9),
+               "fedem": ((65.9, 0), (69.0, 0), 62.4)},
+}
