@@ -77,6 +77,7 @@ class ImageDataset:
     test_size: Optional[int] = None
     train_size: Optional[int] = None     # label partitions: use a random subset of this many training images
     unsupervised: bool = False           # true: reconstruction (MSE) of the images, no labels (CLoVE Table 5)
+    augment: Optional[Dict[str, Any]] = None   # e.g. {padding: 4, hflip: true}: random crop + flip of training batches
     reader_kwargs: Dict[str, Any] = field(default_factory=dict)
 
 

@@ -194,3 +194,11 @@ FEDSOFT_TABLE2_LETTERS = {
     "linear": {"fedsoft": ((71.8, 0), (74.1, 1), 86.5), "ifca": ((55.4, 0), (57.2, 0), 62.9),
                "fedem": ((65.9, 0), (69.0, 0), 62.4)},
 }
+
+# FedSoft Table 5 (letters, linear partition): accuracy (%) of c_0, c_1 on the lower / upper case
+# test sets and w-bar (training data) for lambda in {0, 0.1, 1}.
+FEDSOFT_TABLE5_LAMBDA = {
+    0.0: {"centers": [[48.4, 50.1], [47.7, 47.5]], "local_train": 72.7},
+    0.1: {"centers": [[71.8, 71.7], [73.9, 74.1]], "local_train": 86.5},
+    1.0: {"centers": [[55.1, 55.2], [58.7, 58.6]], "local_train": 63.6},
+}

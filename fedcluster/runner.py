@@ -123,7 +123,8 @@ def build(cfg: DictConfig):
     if t.steps is not None and t.steps < 1:
         raise ConfigError(f"train.steps={t.steps} must be >= 1, or null to train for train.epochs epochs")
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
-    trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps)
+    trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps,
+                           augment=getattr(source, "augment", None))
     return hw, fed, algorithm, trainer
 
 

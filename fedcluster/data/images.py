@@ -10,6 +10,7 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
+from .augment import CropFlip
 from .readers import READERS
 
 # Label ranges of EMNIST 'byclass': 0-9 digits, 10-35 upper case, 36-61 lower case.
@@ -23,7 +24,7 @@ class ImageSource:
 
     def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
                  test_size: Optional[int] = None, seed: int = 0, reader_kwargs: Optional[dict] = None,
-                 train_size: Optional[int] = None, unsupervised: bool = False):
+                 train_size: Optional[int] = None, unsupervised: bool = False, augment: Optional[dict] = None):
         if name not in READERS:
             raise ConfigError(f"dataset.name={name!r} is unknown; allowed: {sorted(READERS)}")
         if not distributions:
@@ -35,6 +36,10 @@ class ImageSource:
             if spec["subset"] is not None and spec["subset"] not in SUBSETS.get(name, {}):
                 raise ConfigError(f"subset={spec['subset']!r} is unknown for {name}; "
                                   f"allowed: {sorted(SUBSETS.get(name, {})) or 'none'}")
+        if augment and unsupervised:
+            raise ConfigError("dataset.augment is not allowed with dataset.unsupervised=true (the targets are the "
+                              "un-augmented inputs); set dataset.augment=null")
+        self.augment = CropFlip(**augment) if augment else None   # training batches only (engine/local.py)
         tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **(reader_kwargs or {}))
         self.test_size, self.train_size, self.seed = test_size, train_size, seed
         if unsupervised:   # reconstruction targets instead of labels (CLoVE's unsupervised mode)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
+
+from ..data.augment import CropFlip
 from torch.func import functional_call, grad, vmap
 
 from ..models.stacked import Stack
@@ -31,6 +33,7 @@ class Schedule:
     """Which samples each job row uses at each optimizer step."""
     index: torch.Tensor    # [M, steps, B] sample positions within the row's client data
     valid: torch.Tensor    # [M, steps, B] bool; a step with no valid entry leaves the row untouched
+    augment: Optional[dict] = None   # per-sample augmentation parameters, each [M, steps, B, ...]
 
 
 @dataclass
@@ -104,8 +107,9 @@ class LocalTrainer:
     steps is set."""
 
     def __init__(self, model: torch.nn.Module, task: str, optimizer, epochs: int, batch_size: int,
-                 steps: Optional[int] = None):
+                 steps: Optional[int] = None, augment: Optional[CropFlip] = None):
         self.model, self.task, self.optimizer = model, task, optimizer
+        self.augment = augment
         self.epochs, self.batch_size, self.steps = epochs, batch_size, steps
         self.param_names = [k for k, _ in model.named_parameters()]
 
@@ -120,8 +124,21 @@ class LocalTrainer:
 
     def schedule(self, n: torch.Tensor, width: int, g: torch.Generator) -> Schedule:
         if self.steps:
-            return step_schedule(n, self.steps, self.batch_size, g)
-        return epoch_schedule(n, self.epochs, self.batch_size, width, g)
+            sched = step_schedule(n, self.steps, self.batch_size, g)
+        else:
+            sched = epoch_schedule(n, self.epochs, self.batch_size, width, g)
+        if self.augment is not None:
+            sched.augment = self.augment.draw(sched.index.shape, g)
+        return sched
+
+    def _augmented(self, x: torch.Tensor, schedule: Schedule, rows, step, keep=None) -> torch.Tensor:
+        """x with the schedule's augmentation of rows `rows` at `step` (samples `keep` of them)."""
+        if self.augment is None or schedule.augment is None:
+            return x
+        params = {k: v[rows, step] for k, v in schedule.augment.items()}
+        if keep is not None:
+            params = {k: v[keep] for k, v in params.items()}
+        return self.augment.apply(x, **params)
 
     def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None):
         """`valid` marks the batch's real samples; `weight` (optional) scales each one's loss.
@@ -160,7 +177,8 @@ class LocalTrainer:
             active = valid.any(1)
             offset = job.offsets[job_rows, idx] if has_offsets else None
             weight = job.sample_weights[job_rows, idx].to(job.x.dtype) if has_weights else None
-            g, data_loss = step_grad(params, job.x[rows[:, None], idx], job.y[rows[:, None], idx],
+            x = self._augmented(job.x[rows[:, None], idx], job.schedule, slice(None), s)
+            g, data_loss = step_grad(params, x, job.y[rows[:, None], idx],
                                      valid.to(job.x.dtype), job.coeffs if has_refs else None, job.refs, offset,
                                      weight)
             params, state = self.optimizer.update(params, g, state, active)
@@ -190,10 +208,12 @@ class LocalTrainer:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 torch.manual_seed(job.seed + m)                 # this row's dropout masks
                 for step in range(job.schedule.index.shape[1]):
-                    idx = job.schedule.index[m, step][job.schedule.valid[m, step]].to(device)
+                    keep = job.schedule.valid[m, step]
+                    idx = job.schedule.index[m, step][keep].to(device)
                     if len(idx) == 0:
                         continue
-                    x, y = job.x[client, idx], job.y[client, idx]
+                    x = self._augmented(job.x[client, idx], job.schedule, m, step, keep)
+                    y = job.y[client, idx]
                     offset = job.offsets[m, idx] if job.offsets is not None else None
                     weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
                     valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
