@@ -132,3 +132,32 @@ def write_ari_over_rounds(path: Path, panels) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def final_first_cluster_weights(run_dir: Path) -> pd.Series:
+    """FedSoft Figure 2's y values: each client's final weight on the center matched to the first
+    distribution ("the first cluster"), indexed by client. Weights are FedSoft's u, FedEM's pi,
+    IFCA's one-hot assignment (assignments.csv)."""
+    import json
+    run_dir = Path(run_dir)
+    s = json.loads((run_dir / "summary.json").read_text())
+    first = s["matched_center"][s["distributions"][0]]
+    a = pd.read_csv(run_dir / "assignments.csv")
+    last = a[a["round"] == a["round"].max()]
+    return last[last["cluster"] == first].set_index("client")["weight"].sort_index()
+
+
+def write_first_cluster_weights(path: Path, runs) -> None:
+    """FedSoft Figure 2: clients' final importance weight on the first cluster vs client index,
+    one marker series per (label, weights) in `runs`."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for (label, w), marker in zip(runs, "o^sxdv"):
+        ax.scatter(w.index, w.values, s=12, marker=marker, label=label, alpha=0.8)
+    ax.axhline(0.5, color="grey", lw=0.6, ls=":")
+    ax.set_xlabel("client index")
+    ax.set_ylabel("weight on the first cluster")
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -118,3 +118,11 @@ def test_fedsoft_table2_preset_and_report_on_fake_fmnist(tmp_path):
     assert frame["method"].tolist() == ["fedsoft", "ifca", "fedem", "fedem_top"]
     assert frame.loc[frame["method"] == "fedsoft", "paper letters w-bar (training data)"].item() == 90.9
     assert frame["c*(rot0) % (center)"].str.match(r"^\d+\.\d \([01]\)$").all()
+    # Figure 2: final weight on the first cluster per client; IFCA's weights are one-hot
+    from fedcluster.plots import final_first_cluster_weights, write_first_cluster_weights
+    runs = [(a, final_first_cluster_weights(tmp_path / "sweep" / f"{i}_{a}")) for i, a in enumerate(methods)]
+    for name, w in runs:
+        assert list(w.index) == list(range(6)) and ((w >= 0) & (w <= 1)).all()
+    assert set(runs[1][1].unique()) <= {0.0, 1.0}
+    write_first_cluster_weights(tmp_path / "fig2.png", runs)
+    assert (tmp_path / "fig2.png").stat().st_size > 1000
