@@ -89,7 +89,7 @@ def test_augment_with_unsupervised_is_a_clear_error(tmp_path):
         ImageSource("fashion_mnist", [{"rotation": 0}], root=str(tmp_path), unsupervised=True, augment={"padding": 4})
 
 
-FAST = ["hydra.mode=RUN", "rounds=2", "eval_every=1", "train.epochs=1", "train.batch_size=10", "checkpoint_every=0"]
+FAST = ["hydra.mode=RUN", "plots=false", "rounds=2", "eval_every=1", "train.epochs=1", "train.batch_size=10", "checkpoint_every=0"]
 
 
 def test_letters_presets_run_on_fake_emnist(tmp_path):
@@ -98,11 +98,13 @@ def test_letters_presets_run_on_fake_emnist(tmp_path):
     small = ["partition.num_clients=6", "partition.min_samples=20", "partition.max_samples=30", f"dataset.root={tmp_path / 'data'}"]
     s = run(make_cfg(["+preset=fedsoft/letters", "partition=linear", "algorithm=fedem_top"] + small + FAST), tmp_path / "letters")
     assert s["dataset"] == "emnist" and s["distributions"] == ["lower_rot0", "upper_rot0"]
-    s = run(make_cfg(["+preset=fedsoft/letters_table4", "algorithm.selection_size=4"] + small + FAST), tmp_path / "t4")
+    s = run(make_cfg(["+preset=fedsoft/letters_table4", "algorithm.selection_size=4", "model=lenet"] + small + FAST),
+            tmp_path / "t4")
     assert len(s["centers"]["accuracy"]) == 4 and len(s["centers"]["accuracy"]["upper_rot90"]) == 4
     sweep = tmp_path / "t5"
     for lam in (0.0, 0.1, 1.0):
-        run(make_cfg(["+preset=fedsoft/table5_lambda", f"algorithm.lam={lam}", "algorithm.selection_size=4"] + small + FAST),
+        run(make_cfg(["+preset=fedsoft/table5_lambda", f"algorithm.lam={lam}", "algorithm.selection_size=4", "model=lenet"]
+                     + small + FAST),
             sweep / f"lam{lam}")
     text = build_report(sweep)
     assert "FedSoft Table 5" in text
