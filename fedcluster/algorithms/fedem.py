@@ -2,10 +2,10 @@
 components; FedSoft's baseline (FedSoft §5)."""
 import torch
 
-from ..engine.evaluate import outputs_paired
+from ..engine.evaluate import outputs_on_clients
 from ..errors import ConfigError
 from ..models.stacked import repeat
-from .base import Algorithm, RoundPlan, concat_plans, split_rows
+from .base import Algorithm, RoundPlan, concat_plans, split_rows, weighted_mean_rows
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
 
@@ -69,12 +69,12 @@ class FedEM(Algorithm):
         return concat_plans(self._plans)
 
     def aggregate(self, t, plan, trained, fed):
-        parts = split_rows(trained, [len(p.clients) for p in self._plans])
-        n = fed.sizes[self._plans[0].clients].double()
-        w = n / n.sum()
-        for m, part in enumerate(parts):
-            for k, v in part.items():
-                self.components[k][m] = torch.einsum("c,c...->...", w.to(v.dtype), v)
+        """Each component = the n_i-weighted mean of the clients' trained copies."""
+        clients = self._plans[0].clients
+        n = fed.sizes[clients].double()
+        rows = torch.arange(len(clients), device=n.device)
+        parts = [weighted_mean_rows(part, rows, n) for part in split_rows(trained, [len(clients)] * self.num_clusters)]
+        self.components = {k: torch.cat([p[k] for p in parts]) for k in self.components}
 
     def cluster_models(self):
         return self.components
@@ -86,9 +86,7 @@ class FedEM(Algorithm):
     def local_outputs(self, fed, split, batched):
         if self.local_predictor == "top_component":
             return super().local_outputs(fed, split, batched)
-        N = fed.num_clients
-        outs = torch.stack([outputs_paired(fed.model, repeat(self.components, torch.full((N,), m, device=fed.device)),
-                                           split.x, split.n, batched) for m in range(self.num_clusters)])
+        outs = outputs_on_clients(fed.model, self.components, split.x, split.mask)   # [M, N, Nmax, ...]
         return mixture_prediction(outs, self.pi, fed.data.task)
 
     def assignment_weights(self):

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
-
-from ..data.augment import CropFlip
 from torch.func import functional_call, grad, vmap
 
+from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
 
@@ -131,13 +130,19 @@ class LocalTrainer:
             sched.augment = self.augment.draw(sched.index.shape, g)
         return sched
 
+    @staticmethod
+    def _augment_on(schedule: Schedule, device) -> None:
+        """Move the augmentation draws to the device once per job, not once per step."""
+        if schedule.augment is not None:
+            schedule.augment = {k: v.to(device) for k, v in schedule.augment.items()}
+
     def _augmented(self, x: torch.Tensor, schedule: Schedule, rows, step, keep=None) -> torch.Tensor:
         """x with the schedule's augmentation of rows `rows` at `step` (samples `keep` of them)."""
         if self.augment is None or schedule.augment is None:
             return x
         params = {k: v[rows, step] for k, v in schedule.augment.items()}
         if keep is not None:
-            params = {k: v[keep] for k, v in params.items()}
+            params = {k: v[keep.to(v.device)] for k, v in params.items()}
         return self.augment.apply(x, **params)
 
     def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None):
@@ -169,6 +174,7 @@ class LocalTrainer:
                                   0 if has_weights else None))
         params, state = job.start, job.opt_state
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
+        self._augment_on(job.schedule, device)
         last = torch.zeros(M, device=device)
         finite = torch.ones(M, dtype=torch.bool, device=device)
         job_rows = torch.arange(M, device=device)[:, None]
