@@ -35,11 +35,12 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: b
 
     splits = [("local_test", data.local_test)] + ([("local_train", data.train)] if on_train else [])
     for eval_set, split in splits:
-        out = alg.local_outputs(fed, split, batched)
         has = split.n > 0   # a client without samples in this split has no score
         index = torch.nonzero(has).squeeze(1).tolist()
-        metrics = model_metrics(task, out[has], split.y[has], split.mask[has], C)
-        add("local", index, eval_set, metrics)
+        predictors = {"local": alg.local_outputs(fed, split, batched)}
+        predictors |= {f"local:{name}": out for name, out in alg.alternative_local_outputs(fed, split, batched).items()}
+        for model, out in predictors.items():
+            add(model, index, eval_set, model_metrics(task, out[has], split.y[has], split.mask[has], C))
     return rows
 
 

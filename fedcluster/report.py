@@ -123,6 +123,21 @@ def _best_center(run, d: str):
     return acc[i], i
 
 
+def _fedem_other_predictor_runs(runs):
+    """A FedEM run scores both predictors (mixture and top component, `local_alternatives`):
+    present the one it was not configured for as its own method, unless the sweep also ran it."""
+    ran = {(r["partition"], r["algorithm"], r["seed"]) for r in runs}
+    derived = []
+    for r in runs:
+        if r["algorithm"] not in ("fedem", "fedem_top"):
+            continue
+        other, predictor = ("fedem_top", "top_component") if r["algorithm"] == "fedem" else ("fedem", "mixture")
+        local = r.get("local_alternatives", {}).get(predictor)
+        if local and (r["partition"], other, r["seed"]) not in ran:
+            derived.append({**r, "algorithm": other, "local": local})
+    return derived
+
+
 def table_fedsoft_table2(runs):
     """FedSoft Table 2 protocol: c*_d with the best center's index, and w-bar both on held-out
     local test data and on training data (labelled), beside the paper's letters numbers."""
@@ -130,7 +145,7 @@ def table_fedsoft_table2(runs):
     rows = []
     order = ["fedsoft", "ifca", "fedem", "fedem_top"]
     groups = {}
-    for r in runs:
+    for r in runs + _fedem_other_predictor_runs(runs):
         groups.setdefault((r["partition"], r["algorithm"]), []).append(r)
     for (part, alg) in sorted(groups, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else 99, k[1])):
         rs = groups[(part, alg)]

@@ -266,6 +266,11 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
     }
     local = at[at["model"] == "local"]
     summary["local"] = {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in local.groupby(["eval_set", "metric"])}
+    alternatives = at[at["model"].str.startswith("local:")]
+    if len(alternatives):   # the same method's other predictors (FedEM: mixture / top component)
+        summary["local_alternatives"] = {
+            name.split(":", 1)[1]: {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in a.groupby(["eval_set", "metric"])}
+            for name, a in alternatives.groupby("model")}
     centers = at[at["model"] == "center"]
     if len(centers):
         summary["centers"] = {

@@ -79,14 +79,18 @@ LINREG = ["+preset=clove/linreg", "hydra.mode=RUN", "dataset.delta=1.0", "datase
           "plots=false", "algorithm=fedem"]
 
 
-@pytest.mark.parametrize("predictor", ["mixture", "top_component"])
-def test_fedem_recovers_separated_clusters(tmp_path, predictor):
+def test_fedem_recovers_separated_clusters_and_scores_both_predictors(tmp_path):
     """2 well separated linear models (CLoVE App. C.1.1, delta 1): each client's largest
     mixture weight picks its own cluster's component, and its predictor fits its data.
-    (EM from near-symmetric components can take many rounds to split; this seed splits early.)"""
-    s = run(make_cfg(LINREG + [f"algorithm.local_predictor={predictor}"]), tmp_path / predictor)
-    assert s["algorithm"] == "fedem" and s["ari"] == pytest.approx(1.0)
-    assert s["local"]["local_test_mse"] < 0.01
+    (EM from near-symmetric components can take many rounds to split; this seed splits early.)
+    The predictor does not change training, so a run configured for one predictor reports the
+    other one (`local_alternatives`) exactly as a run configured for it does."""
+    s = {p: run(make_cfg(LINREG + [f"algorithm.local_predictor={p}"]), tmp_path / p) for p in ("mixture", "top_component")}
+    for p in s:
+        assert s[p]["algorithm"] == "fedem" and s[p]["ari"] == pytest.approx(1.0)
+        assert s[p]["local"]["local_test_mse"] < 0.01
+    assert s["mixture"]["local_alternatives"]["top_component"] == pytest.approx(s["top_component"]["local"], rel=1e-6)
+    assert s["top_component"]["local_alternatives"]["mixture"] == pytest.approx(s["mixture"]["local"], rel=1e-6)
 
 
 def test_fedem_engines_agree(tmp_path):
@@ -102,7 +106,7 @@ def test_fedsoft_table2_preset_and_report_on_fake_fmnist(tmp_path):
     import pandas as pd
     root = tmp_path / "data"
     write_mnist_like(root / "FashionMNIST" / "raw", n_train=600, n_test=100)
-    methods = ["fedsoft_letters", "ifca", "fedem", "fedem_top"]
+    methods = ["fedsoft_letters", "ifca", "fedem"]   # the fedem run also scores its top component
     for i, algorithm in enumerate(methods):
         cfg = make_cfg(["+preset=fedsoft/table2_fmnist", "hydra.mode=RUN", f"dataset.root={root}",
                         "partition=mix_10_90", f"algorithm={algorithm}", "partition.num_clients=6",
@@ -117,6 +121,9 @@ def test_fedsoft_table2_preset_and_report_on_fake_fmnist(tmp_path):
     assert "FedSoft Table 2 protocol" in text
     frame = pd.read_csv(tmp_path / "sweep" / "report_fedsoft_table2.csv")
     assert frame["method"].tolist() == ["fedsoft", "ifca", "fedem", "fedem_top"]
+    fedem = pd.read_json(tmp_path / "sweep" / "2_fedem" / "summary.json", typ="series")
+    top = fedem["local_alternatives"]["top_component"]["local_test_accuracy"]
+    assert frame.loc[frame["method"] == "fedem_top", "w-bar % held-out local test"].item() == round(100 * top, 1)
     assert frame.loc[frame["method"] == "fedsoft", "paper letters w-bar (training data)"].item() == 90.9
     assert frame["c*(rot0) % (center)"].str.match(r"^\d+\.\d \([01]\)$").all()
     # Figure 2: final weight on the first cluster per client; IFCA's weights are one-hot

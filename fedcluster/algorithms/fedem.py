@@ -83,11 +83,18 @@ class FedEM(Algorithm):
         """Each client's largest-pi component."""
         return repeat(self.components, self.pi.argmax(1))
 
-    def local_outputs(self, fed, split, batched):
-        if self.local_predictor == "top_component":
+    def _predict(self, predictor, fed, split, batched):
+        if predictor == "top_component":
             return super().local_outputs(fed, split, batched)
         outs = outputs_on_clients(fed.model, self.components, split.x, split.mask)   # [M, N, Nmax, ...]
         return mixture_prediction(outs, self.pi, fed.data.task)
+
+    def local_outputs(self, fed, split, batched):
+        return self._predict(self.local_predictor, fed, split, batched)
+
+    def alternative_local_outputs(self, fed, split, batched):
+        """The predictor not chosen by `local_predictor`, so one run reports both."""
+        return {p: self._predict(p, fed, split, batched) for p in LOCAL_PREDICTORS if p != self.local_predictor}
 
     def assignment_weights(self):
         return self.pi
