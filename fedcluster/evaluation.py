@@ -37,9 +37,7 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: b
     for eval_set, split in splits:
         has = split.n > 0   # a client without samples in this split has no score
         index = torch.nonzero(has).squeeze(1).tolist()
-        predictors = {"local": alg.local_outputs(fed, split, batched)}
-        predictors |= {f"local:{name}": out for name, out in alg.alternative_local_outputs(fed, split, batched).items()}
-        for model, out in predictors.items():
+        for model, out in alg.local_predictors(fed, split, batched).items():
             add(model, index, eval_set, model_metrics(task, out[has], split.y[has], split.mask[has], C))
     return rows
 

@@ -248,6 +248,11 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     return summary
 
 
+def mean_over_clients(rows: pd.DataFrame) -> dict:
+    """{"<eval_set>_<metric>": mean over clients} of one predictor's metric rows."""
+    return {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in rows.groupby(["eval_set", "metric"])}
+
+
 def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
     data, final = fed.data, cfg.rounds - 1
     at = frame[frame["round"] == final]
@@ -264,13 +269,11 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
         "versions": {"fedcluster": __version__, "torch": torch.__version__, "python": platform.python_version(),
                      "numpy": np.__version__},
     }
-    local = at[at["model"] == "local"]
-    summary["local"] = {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in local.groupby(["eval_set", "metric"])}
+    summary["local"] = mean_over_clients(at[at["model"] == "local"])
     alternatives = at[at["model"].str.startswith("local:")]
     if len(alternatives):   # the same method's other predictors (FedEM: mixture / top component)
-        summary["local_alternatives"] = {
-            name.split(":", 1)[1]: {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in a.groupby(["eval_set", "metric"])}
-            for name, a in alternatives.groupby("model")}
+        summary["local_alternatives"] = {name.split(":", 1)[1]: mean_over_clients(a)
+                                         for name, a in alternatives.groupby("model")}
     centers = at[at["model"] == "center"]
     if len(centers):
         summary["centers"] = {

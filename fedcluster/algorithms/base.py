@@ -144,10 +144,11 @@ class Algorithm:
         Default: the client's local model; additive and ensemble methods override it."""
         return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, batched)
 
-    def alternative_local_outputs(self, fed: Federation, split, batched: bool) -> dict:
-        """Other ways the same trained method could predict for each client ({name: [N, Nmax, ...]}),
-        scored beside `local_outputs` so one run gives both (FedEM: mixture and top component)."""
-        return {}
+    def local_predictors(self, fed: Federation, split, batched: bool) -> dict:
+        """Every predictor scored for each client: {"local": `local_outputs`} plus, for a method
+        that can predict more than one way from the same training, {"local:<name>": outputs}
+        (FedEM: mixture and top component), so one run reports them all."""
+        return {"local": self.local_outputs(fed, split, batched)}
 
     def assignment_weights(self) -> Optional[torch.Tensor]:
         """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""

@@ -83,18 +83,20 @@ class FedEM(Algorithm):
         """Each client's largest-pi component."""
         return repeat(self.components, self.pi.argmax(1))
 
-    def _predict(self, predictor, fed, split, batched):
-        if predictor == "top_component":
-            return super().local_outputs(fed, split, batched)
+    def _predictions(self, fed, split) -> dict:
+        """Both predictors from one pass of every component over every client's samples."""
         outs = outputs_on_clients(fed.model, self.components, split.x, split.mask)   # [M, N, Nmax, ...]
-        return mixture_prediction(outs, self.pi, fed.data.task)
+        top = outs[self.pi.argmax(1), torch.arange(outs.shape[1], device=outs.device)]
+        return {"mixture": mixture_prediction(outs, self.pi, fed.data.task), "top_component": top}
 
     def local_outputs(self, fed, split, batched):
-        return self._predict(self.local_predictor, fed, split, batched)
+        return self._predictions(fed, split)[self.local_predictor]
 
-    def alternative_local_outputs(self, fed, split, batched):
-        """The predictor not chosen by `local_predictor`, so one run reports both."""
-        return {p: self._predict(p, fed, split, batched) for p in LOCAL_PREDICTORS if p != self.local_predictor}
+    def local_predictors(self, fed, split, batched):
+        """The configured predictor as "local", the other as "local:<name>"."""
+        predictions = self._predictions(fed, split)
+        main = predictions.pop(self.local_predictor)
+        return {"local": main} | {f"local:{name}": out for name, out in predictions.items()}
 
     def assignment_weights(self):
         return self.pi
