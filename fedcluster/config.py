@@ -303,7 +303,7 @@ class HardwareConfig:
     _target_: str = "fedcluster.hardware.Hardware"
     device: str = "cpu"
     dtype: str = "float32"
-    allow_tf32: bool = False
+    precision: str = "fp32"   # fp32 | tf32 (NVIDIA GPUs) | bf16 (autocast forward passes); see engine/precision.py
 
 
 SCHEMAS = {

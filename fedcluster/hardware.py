@@ -3,6 +3,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .engine.precision import set_precision
 from .errors import ConfigError
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -12,7 +13,7 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 class Hardware:
     device: str = "cpu"
     dtype: str = "float32"
-    allow_tf32: bool = False
+    precision: str = "fp32"     # fp32 | tf32 | bf16 (fedcluster/engine/precision.py)
 
     def __post_init__(self):
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
@@ -23,9 +24,7 @@ class Hardware:
                 "(torch.cuda.is_available() is False); run with hardware=cpu")
         if self.dtype not in _DTYPES:
             raise ConfigError(f"hardware.dtype={self.dtype!r} is not allowed; use one of {sorted(_DTYPES)}")
-        if self.device.startswith("cuda"):
-            torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
-            torch.backends.cudnn.allow_tf32 = self.allow_tf32
+        set_precision(self.precision, "cuda" if self.device.startswith("cuda") else "cpu")
 
     @property
     def torch_device(self) -> torch.device:

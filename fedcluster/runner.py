@@ -27,7 +27,7 @@ from .models.stacked import all_finite
 from .rng import derived_seed, generator
 
 CHECKPOINT = "checkpoint.pt"
-ENGINES = ("auto", "batched", "sequential")
+ENGINES = ("auto", "batched", "looped", "sequential")
 
 
 def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) -> str:
@@ -45,7 +45,7 @@ def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) 
     if requested != "auto":
         return requested
     has_conv = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules())
-    return "sequential" if (device.type == "cpu" and has_conv) else "batched"
+    return "looped" if (device.type == "cpu" and has_conv) else "batched"
 
 
 def config_fingerprint(cfg: DictConfig) -> str:
@@ -138,6 +138,8 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     started = time.time()
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
+    if hw.torch_device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(hw.torch_device)
     write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
 
     alg.setup(fed)
@@ -223,6 +225,8 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     summary = summarize(cfg, fed, alg, frame, pd.DataFrame(assignments), engine, hw,
                         elapsed_before + time.time() - started)
     summary["train_seconds_per_round"] = float(np.median(train_seconds)) if train_seconds else None   # median: robust to warm-up
+    if hw.torch_device.type == "cuda":
+        summary["peak_gpu_memory_mb"] = round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)
     if sizes:
         final_sizes = [r["size"] for r in sizes if r["round"] == cfg.rounds - 1]
         summary["cluster_sizes"] = final_sizes

@@ -1,16 +1,30 @@
-"""Forward passes for evaluation: many models on one data set, or each model on its own data.
+"""Forward-only passes (scoring and evaluation): many models on one data set, or each model on
+its own client's data.
 
-Client data is padded to the largest client; these functions run the model on the real
-samples only (padding positions come back as zeros), so a skewed partition with one
-large client costs no more than its real sample count."""
+All of them run under `torch.inference_mode` and in chunks whose largest activation fits a
+memory budget (`chunk_size`): on a CPU the budget is cache-sized, because LeNet scored 2x
+faster per sample in chunks of 256 than of 4,096 (the activations of a big chunk leave the
+cache between layers; scripts/benchmark.py); on a GPU it is large, to fill the device. The
+chunk loop is outside the model loop, so one chunk of inputs serves every model while it is
+in cache. Nothing here reads a value back to the host.
+
+Client data is padded to the largest client; these functions run the models on the real
+samples only (padding positions come back as zeros, or +inf for losses), so a skewed
+partition with one large client costs no more than its real sample count."""
 import functools
-from typing import Optional
+import math
+from typing import Callable, Optional
 
 import torch
 from torch.func import functional_call, vmap
 
 from ..models.stacked import Stack
 from .losses import per_sample_loss
+from .precision import autocast, full_precision
+
+# Bytes of the largest activation of one chunk (per model): cache-sized on CPU, large on GPU.
+CHUNK_BUDGET = {"cpu": 4 * 2 ** 20, "cuda": 512 * 2 ** 20}
+_ACTIVATION_BYTES = {}
 
 
 def in_eval_mode(fn):
@@ -27,20 +41,59 @@ def in_eval_mode(fn):
     return wrapper
 
 
-@torch.no_grad()
+def largest_activation_bytes(model, sample: torch.Tensor) -> int:
+    """Bytes of the largest output of any layer of `model` for one sample (measured once per
+    model and input shape with forward hooks)."""
+    key = (id(model), tuple(sample.shape), sample.dtype, sample.device.type)
+    if key not in _ACTIVATION_BYTES:
+        sizes = [sample.numel() * sample.element_size()]
+        hooks = [m.register_forward_hook(lambda _m, _i, o: sizes.append(o.numel() * o.element_size())
+                                         if torch.is_tensor(o) else None)
+                 for m in model.modules() if not list(m.children())]
+        try:
+            with torch.inference_mode():
+                model(torch.zeros(1, *sample.shape, dtype=sample.dtype, device=sample.device))
+        finally:
+            for h in hooks:
+                h.remove()
+        _ACTIVATION_BYTES[key] = max(sizes)
+    return _ACTIVATION_BYTES[key]
+
+
+def chunk_size(model, x: torch.Tensor) -> int:
+    """Samples per chunk for inputs like x [N, ...] (at least 16)."""
+    budget = CHUNK_BUDGET["cuda" if x.device.type == "cuda" else "cpu"]
+    return max(16, budget // max(largest_activation_bytes(model, x[0]), 1))
+
+
+def _normal(t: torch.Tensor) -> torch.Tensor:
+    """An ordinary tensor from an inference-mode one, so that callers may use it in autograd
+    (as a constant: CAM's offsets, FedEM's weights)."""
+    return t.clone()
+
+
 @in_eval_mode
-def outputs_on_shared(model, params: Stack, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-    """Outputs of every model in `params` [M] on the same inputs x [N, ...]: [M, N, ...]."""
+def map_shared(model, params: Stack, x: torch.Tensor, fn: Callable[[torch.Tensor, slice], torch.Tensor]):
+    """[M, N, ...]: fn(outputs of model m on x[s], s) for every model m in `params` and chunk s of x."""
     M = next(iter(params.values())).shape[0]
-    rows = []
-    for m in range(M):
-        p = {k: v[m] for k, v in params.items()}
-        rows.append(torch.cat([functional_call(model, p, (x[i: i + chunk],)) for i in range(0, len(x), chunk)]))
-    return torch.stack(rows)
+    step = chunk_size(model, x)
+    with torch.inference_mode(), autocast():
+        rows = [{k: v[m] for k, v in params.items()} for m in range(M)]
+        parts = [[] for _ in range(M)]
+        for i in range(0, len(x), step):
+            s = slice(i, min(i + step, len(x)))
+            xs = x[s]
+            for m, p in enumerate(rows):
+                parts[m].append(fn(full_precision(functional_call(model, p, (xs,))), s))
+        out = torch.stack([torch.cat(p) for p in parts])
+    return _normal(out)
 
 
-@torch.no_grad()
-@in_eval_mode
+def outputs_on_shared(model, params: Stack, x: torch.Tensor) -> torch.Tensor:
+    """Outputs of every model in `params` [M] on the same inputs x [N, ...]: [M, N, ...]."""
+    return map_shared(model, params, x, lambda out, s: out)
+
+
 def outputs_on_clients(model, params: Stack, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Every model [K] on every client's real samples (x [N, Nmax, ...], mask [N, Nmax]):
     [K, N, Nmax, ...], zeros at padding."""
@@ -50,37 +103,45 @@ def outputs_on_clients(model, params: Stack, x: torch.Tensor, mask: torch.Tensor
     return out
 
 
-@torch.no_grad()
 @in_eval_mode
 def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batched: bool,
                    rows: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Model m on its own client's inputs x[rows[m]] (rows: default 0..M-1): [M, Nmax, ...],
-    zeros at padding. `batched` uses vmap over the padded data, else a loop over each
-    client's real samples."""
+    zeros at padding. `batched` runs all models at once under vmap over the padded data (the
+    GPU's formulation), else a loop over each client's real samples, chunked."""
     if rows is None:
         rows = torch.arange(next(iter(params.values())).shape[0])
-    if batched:
-        return vmap(lambda p, xm: functional_call(model, p, (xm,)))(params, x[rows.to(x.device)])
-    out_rows = []
-    for m, client in enumerate(rows.tolist()):
-        n_m = int(n[client])
-        out = functional_call(model, {k: v[m] for k, v in params.items()}, (x[client, :max(n_m, 1)],))
-        full = out.new_zeros(x.shape[1], *out.shape[1:])
-        full[:n_m] = out[:n_m]
-        out_rows.append(full)
-    return torch.stack(out_rows)
+    with torch.inference_mode(), autocast():
+        if batched:
+            out = vmap(lambda p, xm: functional_call(model, p, (xm,)))(params, x[rows.to(x.device)])
+            return _normal(full_precision(out))
+        step = chunk_size(model, x[0])
+        sizes = n[rows.to(n.device)].tolist()          # one read of the sizes, not one per client
+        out_rows = []
+        for m, (client, n_m) in enumerate(zip(rows.tolist(), sizes)):
+            p = {k: v[m] for k, v in params.items()}
+            xs = x[client, :max(n_m, 1)]
+            out = torch.cat([functional_call(model, p, (xs[i: i + step],)) for i in range(0, len(xs), step)])
+            full = out.new_zeros(x.shape[1], *out.shape[1:])
+            full[:n_m] = out[:n_m]
+            out_rows.append(full)
+        return _normal(full_precision(torch.stack(out_rows)))
 
 
-@torch.no_grad()
-@in_eval_mode
 def losses_on_clients(model, task: str, params: Stack, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor,
                       offsets: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Per-sample loss of each model [K] on every client's samples: [K, N, Nmax] (padding = +inf).
-    `offsets` [N, Nmax, C] are added to every model's outputs (Fed-CAM's h(x; Theta_g), eq. 2)."""
-    out = outputs_on_shared(model, params, x[mask])                   # [K, total, ...]
-    if offsets is not None:
-        out = out + offsets[mask].unsqueeze(0)
+    `offsets` [N, Nmax, C] are added to every model's outputs (Fed-CAM's h(x; Theta_g), eq. 2).
+    Only the losses are kept, never the [K, N, ...] outputs."""
     flat_y = y[mask]
-    losses = torch.full((out.shape[0], *mask.shape), float("inf"), dtype=out.dtype, device=out.device)
-    losses[:, mask] = torch.stack([per_sample_loss(task, o, flat_y) for o in out])
+    flat_offsets = offsets[mask] if offsets is not None else None
+
+    def loss(out, s):
+        if flat_offsets is not None:
+            out = out + flat_offsets[s]
+        return per_sample_loss(task, out, flat_y[s])
+
+    flat = map_shared(model, params, x[mask], loss)                    # [K, total]
+    losses = torch.full((flat.shape[0], *mask.shape), math.inf, dtype=flat.dtype, device=flat.device)
+    losses[:, mask] = flat
     return losses

@@ -25,6 +25,7 @@ from torch.func import functional_call, grad, vmap
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
+from .precision import autocast, full_precision
 
 
 @dataclass
@@ -148,7 +149,9 @@ class LocalTrainer:
     def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None):
         """`valid` marks the batch's real samples; `weight` (optional) scales each one's loss.
         `buffers` (not differentiated) are updated in place by batch norm in train mode."""
-        out = functional_call(self.model, {**params, **buffers} if buffers else params, (x,))
+        with autocast():
+            out = functional_call(self.model, {**params, **buffers} if buffers else params, (x,))
+        out = full_precision(out)
         if offset is not None:
             out = out + offset
         losses = per_sample_loss(self.task, out, y)
@@ -192,6 +195,59 @@ class LocalTrainer:
             finite &= torch.isfinite(data_loss) | ~active
         return LocalResult(params, state, last, finite)
 
+    # -- looped: all rows step together in one autograd graph, a Python loop over the rows ----
+    def train_looped(self, job: LocalJob) -> LocalResult:
+        """The CPU formulation for convolutional models: each optimizer step runs every active
+        row's forward pass on its own real samples (a loop over rows, so each convolution is a
+        plain one, which measured faster on CPU than vmap's grouped convolution), takes all
+        rows' gradients in one backward pass and applies one stacked optimizer update. Rows
+        share no parameters, so the gradient of the summed objectives is each row's own.
+        Same batches, same math as `train_sequential`; no host sync per step (the rows that
+        train at each step come from the schedule, read once)."""
+        if set(job.start) != set(self.param_names):
+            raise ValueError("the looped engine does not train models with buffers (batch norm); use the sequential one")
+        device = job.x.device
+        M = len(job.rows)
+        names = self.param_names
+        params, state = job.start, job.opt_state
+        self._augment_on(job.schedule, device)
+        index, valid_all = job.schedule.index, job.schedule.valid   # host tensors: schedule data, no sync
+        counts = valid_all.sum(2)                                  # [M, steps]
+        clients = job.rows.tolist()
+        last = torch.zeros(M, device=device, dtype=job.x.dtype)
+        finite = torch.ones(M, dtype=torch.bool, device=device)
+        for step in range(index.shape[1]):
+            active_rows = torch.nonzero(counts[:, step]).squeeze(1).tolist()
+            if not active_rows:
+                continue
+            leaves = {k: params[k].detach().requires_grad_() for k in names}
+            per_row = {k: leaves[k].unbind(0) for k in names}
+            total, losses = 0.0, []
+            for m in active_rows:
+                keep = valid_all[m, step]
+                idx = index[m, step][keep].to(device)
+                b = len(idx)
+                x = self._augmented(job.x[clients[m], idx], job.schedule, m, step, keep)
+                offset = job.offsets[m, idx] if job.offsets is not None else None
+                weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
+                valid = torch.ones(b, dtype=job.x.dtype, device=device)
+                coeffs = job.coeffs[m] if job.refs is not None else None
+                obj, data_loss = self.objective({k: per_row[k][m] for k in names}, x, job.y[clients[m], idx], valid,
+                                                coeffs, job.refs, offset, weight)
+                total = total + obj
+                losses.append(data_loss.detach())
+            grads = torch.autograd.grad(total, [leaves[k] for k in names], allow_unused=True)
+            grads = {k: torch.zeros_like(leaves[k]) if g is None else g for k, g in zip(names, grads)}
+            active = torch.zeros(M, dtype=torch.bool)
+            active[active_rows] = True
+            active = active.to(device)
+            params, state = self.optimizer.update({k: leaves[k].detach() for k in names}, grads, state, active)
+            rows = torch.tensor(active_rows, device=device)
+            step_loss = torch.stack(losses)
+            last[rows] = step_loss
+            finite[rows] &= torch.isfinite(step_loss)
+        return LocalResult(params, state, last, finite)
+
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
@@ -227,11 +283,15 @@ class LocalTrainer:
                                                weight, b)
                     p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
                     last[m] = data_loss.detach()
-                    finite[m] &= bool(torch.isfinite(data_loss))
+                    finite[m] &= torch.isfinite(data_loss)
             for k in params:
                 params[k][m] = p[k][0]
             put_state(state, slice(m, m + 1), s)
         return LocalResult({**params, **buffers}, state, last, finite)
 
     def train(self, job: LocalJob, engine: str) -> LocalResult:
-        return self.train_batched(job) if engine == "batched" else self.train_sequential(job)
+        if engine == "batched":
+            return self.train_batched(job)
+        if engine == "looped":
+            return self.train_looped(job)
+        return self.train_sequential(job)

@@ -3,6 +3,7 @@ import torch
 import torch.nn as nn
 
 from .init import xavier_normal_linear_kaiming_conv
+from .pooling import MaxPool2x2
 
 
 def _flat_size(features: nn.Module, in_shape) -> int:
@@ -23,8 +24,8 @@ class LeNetCNN(nn.Module):
         super().__init__()
         c = in_shape[0]
         self.features = nn.Sequential(
-            nn.Conv2d(c, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
+            nn.Conv2d(c, 6, 5), nn.ReLU(), MaxPool2x2(),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), MaxPool2x2(), nn.Flatten())
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), 120), nn.ReLU(),
             nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
@@ -46,8 +47,8 @@ class LettersCNN(nn.Module):
         super().__init__()
         c = in_shape[0]
         self.features = nn.Sequential(
-            nn.Conv2d(c, channels[0], 5, padding=2), nn.MaxPool2d(2),
-            nn.Conv2d(channels[0], channels[1], 5, padding=2), nn.MaxPool2d(2), nn.Flatten())
+            nn.Conv2d(c, channels[0], 5, padding=2), MaxPool2x2(),
+            nn.Conv2d(channels[0], channels[1], 5, padding=2), MaxPool2x2(), nn.Flatten())
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), hidden), nn.ReLU(),
             nn.Linear(hidden, num_outputs))
@@ -67,7 +68,7 @@ class CifarCNN(nn.Module):
         for i, width in enumerate(channels):
             layers += [nn.Conv2d(c, width, 3, padding=1), nn.ReLU()]
             if i % 2 == 1:
-                layers.append(nn.MaxPool2d(2))
+                layers.append(MaxPool2x2())
             c = width
         layers.append(nn.Flatten())
         self.features = nn.Sequential(*layers)
@@ -90,7 +91,7 @@ class BatchNormCNN(nn.Module):
         super().__init__()
         layers, c = [], in_shape[0]
         for width in channels:
-            layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2)]
+            layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), MaxPool2x2()]
             c = width
         layers.append(nn.Flatten())
         self.features = nn.Sequential(*layers)

@@ -1,0 +1,145 @@
+"""The fast formulations compute what the plain ones compute: the strided 2x2 max-pool, the
+looped training engine, chunked inference-mode scoring, and the precision setting."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.func import grad, vmap
+
+from fedcluster.engine import evaluate as ev
+from fedcluster.engine.local import LocalJob, LocalTrainer
+from fedcluster.engine.optim import SGD, Adam
+from fedcluster.errors import ConfigError
+from fedcluster.hardware import Hardware
+from fedcluster.models import LeNetCNN, LettersCNN
+from fedcluster.models.pooling import max_pool_2x2
+from fedcluster.models.stacked import init_stack
+from fedcluster.runner import choose_engine, run
+
+from conftest import make_cfg, SMALL
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 24, 24), (2, 3, 9, 7), (5, 2, 16, 16)])
+def test_strided_max_pool_equals_max_pool2d_values_and_gradients(shape):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(*shape, generator=g)
+    x[0, 0, :4, :4] = 1.5                                   # ties inside windows: the first index wins in both
+    x = x.relu()                                            # many exact zeros, as after ReLU
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out_a, out_b = max_pool_2x2(a), F.max_pool2d(b, 2)
+    assert torch.equal(out_a, out_b)
+    up = torch.randn(out_a.shape, generator=g)
+    out_a.backward(up)
+    out_b.backward(up)
+    assert torch.equal(a.grad, b.grad)
+    with torch.inference_mode():
+        assert torch.equal(max_pool_2x2(x), F.max_pool2d(x, 2))
+
+
+def test_strided_max_pool_under_vmap_and_grad():
+    x = torch.randn(3, 2, 1, 12, 12)
+    f = lambda xi: max_pool_2x2(xi).square().sum()
+    ref = torch.stack([torch.autograd.functional.jacobian(lambda z: F.max_pool2d(z, 2).square().sum(), xi) for xi in x])
+    torch.testing.assert_close(vmap(grad(f))(x), ref)
+
+
+def _job(M=4, width=30, steps=None, refs=True, offsets=False, weights=False, model_fn=None):
+    g = torch.Generator().manual_seed(0)
+    model_fn = model_fn or (lambda: LeNetCNN((1, 28, 28), 10))
+    n = torch.tensor([30, 7, 19, 1, 12, 25])[:M]
+    x = torch.randn(M, width, 1, 28, 28, generator=g)
+    y = torch.randint(0, 10, (M, width), generator=g)
+    rows = torch.tensor([0, 2, 2, 1, 3, 0])[:M]              # rows may repeat a client
+    start = init_stack(model_fn, M, seed=1, device="cpu", dtype=torch.float32)
+    ref_stack = init_stack(model_fn, 2, seed=2, device="cpu", dtype=torch.float32) if refs else None
+    coeffs = torch.rand(M, 2, generator=g) if refs else None
+    off = torch.randn(M, width, 10, generator=g) if offsets else None
+    w = torch.rand(M, width, generator=g) if weights else None
+    return model_fn, n, x, y, rows, start, ref_stack, coeffs, off, w
+
+
+@pytest.mark.parametrize("opt", [Adam(lr=1e-3), SGD(lr=0.05, momentum=0.9)])
+@pytest.mark.parametrize("steps", [None, 3])
+@pytest.mark.parametrize("extras", ["refs", "offsets+weights"])
+def test_looped_equals_sequential_and_batched(opt, steps, extras):
+    model_fn, n, x, y, rows, start, refs, coeffs, off, w = _job(
+        steps=steps, refs=extras == "refs", offsets=extras != "refs", weights=extras != "refs")
+    trainer = LocalTrainer(model_fn(), "classification", opt, epochs=2, batch_size=8, steps=steps)
+    sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(3))
+    results = {e: trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, refs, coeffs, off, w), e)
+               for e in ("looped", "sequential", "batched")}
+    # Adam divides by sqrt(v): a weight whose gradient is ~1e-9 (summation noise) can step by
+    # up to lr either way, so a few of them may differ by O(lr); all others agree to 1e-5.
+    loose = opt.lr / 2 if isinstance(opt, Adam) else 1e-5
+    for k in start:
+        assert not torch.allclose(results["looped"].params[k], start[k])
+        for other in ("sequential", "batched"):
+            a, b = results["looped"].params[k], results[other].params[k]
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=loose)
+            assert ((a - b).abs() > 1e-5 + 1e-4 * b.abs()).float().mean() < 1e-3
+    for other in ("sequential", "batched"):
+        torch.testing.assert_close(results["looped"].last_loss, results[other].last_loss, rtol=1e-4, atol=1e-5)
+        if isinstance(opt, SGD):
+            torch.testing.assert_close(results["looped"].opt_state, results[other].opt_state, rtol=1e-4, atol=1e-5)
+    assert results["looped"].finite.all()
+
+
+def test_looped_flags_a_diverging_row_without_touching_the_others():
+    model_fn, n, x, y, rows, start, *_ = _job(refs=False)
+    x[2] = float("nan")                                     # client 2's data: rows 1 and 2 train on it
+    opt = SGD(lr=0.05)
+    trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=8)
+    sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(3))
+    looped = trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched), "looped")
+    seq = trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched), "sequential")
+    assert looped.finite.tolist() == [True, False, False, True] == seq.finite.tolist()
+    torch.testing.assert_close(looped.params["classifier.4.weight"][0], seq.params["classifier.4.weight"][0])
+
+
+@pytest.mark.parametrize("model_fn", [lambda: LeNetCNN((1, 28, 28), 10), lambda: LettersCNN((1, 28, 28), 26)])
+def test_scoring_equals_one_model_at_a_time_across_chunks(monkeypatch, model_fn):
+    """Chunked inference-mode scoring = each model on all inputs at once, with a budget small
+    enough that the 203 inputs span many chunks, the last one partial."""
+    monkeypatch.setitem(ev.CHUNK_BUDGET, "cpu", 1)           # -> the minimum chunk, 16 samples
+    model = model_fn()
+    params = init_stack(model_fn, 3, seed=4, device="cpu", dtype=torch.float32)
+    x = torch.randn(203, 1, 28, 28)
+    assert ev.chunk_size(model, x) == 16
+    out = ev.outputs_on_shared(model, params, x)
+    assert not out.is_inference()                           # usable later as an autograd constant
+    for m in range(3):
+        plain = model_fn()
+        plain.load_state_dict({k: v[m] for k, v in params.items()})
+        with torch.no_grad():
+            torch.testing.assert_close(out[m], plain.eval()(x), rtol=1e-5, atol=1e-5)
+    y = torch.randint(0, 10, (203,))
+    mask = torch.ones(1, 203, dtype=torch.bool)
+    losses = ev.losses_on_clients(model, "classification", params, x[None], y[None] % out.shape[-1], mask)
+    torch.testing.assert_close(losses[:, 0], torch.stack([F.cross_entropy(o, y % out.shape[-1], reduction="none")
+                                                          for o in out]), rtol=1e-5, atol=1e-5)
+
+
+def test_chunk_size_follows_the_largest_activation():
+    lenet, letters = LeNetCNN((1, 28, 28), 10), LettersCNN((1, 28, 28), 26)
+    x = torch.zeros(10, 1, 28, 28)
+    # LeNet's largest activation: 6 x 24 x 24 floats; the letters CNN's: 32 x 28 x 28
+    assert ev.chunk_size(lenet, x) == ev.CHUNK_BUDGET["cpu"] // (6 * 24 * 24 * 4)
+    assert ev.chunk_size(letters, x) == ev.CHUNK_BUDGET["cpu"] // (32 * 28 * 28 * 4)
+
+
+def test_auto_engine_choices():
+    cpu, lenet = torch.device("cpu"), LeNetCNN((1, 28, 28), 10)
+    assert choose_engine("auto", lenet, cpu) == "looped"
+    assert choose_engine("auto", torch.nn.Linear(3, 1), cpu) == "batched"
+    assert choose_engine("auto", lenet, torch.device("cuda")) == "batched"
+    with pytest.raises(ConfigError, match="engine='fast'"):
+        choose_engine("fast", lenet, cpu)
+
+
+def test_precision_is_checked_and_bf16_runs(tmp_path):
+    with pytest.raises(ConfigError, match=r"hardware.precision='fp16'.*fp32"):
+        Hardware(precision="fp16")
+    a = run(make_cfg(SMALL + ["algorithm=ifca"]), tmp_path / "fp32")
+    b = run(make_cfg(SMALL + ["algorithm=ifca", "hardware.precision=bf16"]), tmp_path / "bf16")
+    Hardware()                                              # back to fp32 for the tests that follow
+    assert b["local"]["local_test_mse"] == pytest.approx(a["local"]["local_test_mse"], rel=0.05)
+    assert b["local"]["local_test_mse"] != a["local"]["local_test_mse"]
