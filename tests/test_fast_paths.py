@@ -143,3 +143,28 @@ def test_precision_is_checked_and_bf16_runs(tmp_path):
     Hardware()                                              # back to fp32 for the tests that follow
     assert b["local"]["local_test_mse"] == pytest.approx(a["local"]["local_test_mse"], rel=0.05)
     assert b["local"]["local_test_mse"] != a["local"]["local_test_mse"]
+
+
+def test_looped_engine_and_scoring_are_deterministic_per_thread_count():
+    """Work is split into independent pieces, one per thread (engine/workers.py): the same
+    thread count gives bit-identical results; another count the same up to float rounding."""
+    model_fn, n, x, y, rows, start, refs, coeffs, *_ = _job()
+    opt = SGD(lr=0.05, momentum=0.9)
+    trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=8)
+    sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(3))
+    before = torch.get_num_threads()
+    out = {}
+    try:
+        for threads in (1, 2, 1, 2):
+            torch.set_num_threads(threads)
+            res = trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, refs, coeffs), "looped")
+            scores = ev.outputs_on_shared(trainer.model, res.params, x[0])
+            if threads in out:
+                assert all(torch.equal(out[threads][0][k], res.params[k]) for k in start)
+                assert torch.equal(out[threads][1], scores)
+            out[threads] = (res.params, scores)
+    finally:
+        torch.set_num_threads(before)
+    for k in start:
+        torch.testing.assert_close(out[1][0][k], out[2][0][k], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out[1][1], out[2][1], rtol=1e-5, atol=1e-6)

@@ -21,6 +21,7 @@ from torch.func import functional_call, vmap
 from ..models.stacked import Stack
 from .losses import per_sample_loss
 from .precision import autocast, full_precision
+from .workers import own_module, parallel_map
 
 # Bytes of the largest activation of one chunk (per model): cache-sized on CPU, large on GPU.
 CHUNK_BUDGET = {"cpu": 4 * 2 ** 20, "cuda": 512 * 2 ** 20}
@@ -74,18 +75,20 @@ def _normal(t: torch.Tensor) -> torch.Tensor:
 
 @in_eval_mode
 def map_shared(model, params: Stack, x: torch.Tensor, fn: Callable[[torch.Tensor, slice], torch.Tensor]):
-    """[M, N, ...]: fn(outputs of model m on x[s], s) for every model m in `params` and chunk s of x."""
+    """[M, N, ...]: fn(outputs of model m on x[s], s) for every model m in `params` and chunk s of x.
+    Chunks are independent pieces of work, spread over the CPU's threads (engine/workers.py)."""
     M = next(iter(params.values())).shape[0]
     step = chunk_size(model, x)
-    with torch.inference_mode(), autocast():
-        rows = [{k: v[m] for k, v in params.items()} for m in range(M)]
-        parts = [[] for _ in range(M)]
-        for i in range(0, len(x), step):
-            s = slice(i, min(i + step, len(x)))
-            xs = x[s]
-            for m, p in enumerate(rows):
-                parts[m].append(fn(full_precision(functional_call(model, p, (xs,))), s))
-        out = torch.stack([torch.cat(p) for p in parts])
+    rows = [{k: v[m] for k, v in params.items()} for m in range(M)]
+
+    def chunk(i):
+        s = slice(i, min(i + step, len(x)))
+        with torch.inference_mode(), autocast():
+            xs, net = x[s], own_module(model)
+            return torch.stack([fn(full_precision(functional_call(net, p, (xs,))), s) for p in rows])
+
+    with torch.inference_mode():
+        out = torch.cat(parallel_map(chunk, range(0, len(x), step), x.device), dim=1)
     return _normal(out)
 
 
@@ -117,14 +120,18 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
             return _normal(full_precision(out))
         step = chunk_size(model, x[0])
         sizes = n[rows.to(n.device)].tolist()          # one read of the sizes, not one per client
-        out_rows = []
-        for m, (client, n_m) in enumerate(zip(rows.tolist(), sizes)):
+
+        def client(m):
+            client_row, n_m = int(rows[m]), sizes[m]
             p = {k: v[m] for k, v in params.items()}
-            xs = x[client, :max(n_m, 1)]
-            out = torch.cat([functional_call(model, p, (xs[i: i + step],)) for i in range(0, len(xs), step)])
-            full = out.new_zeros(x.shape[1], *out.shape[1:])
-            full[:n_m] = out[:n_m]
-            out_rows.append(full)
+            xs, net = x[client_row, :max(n_m, 1)], own_module(model)
+            with torch.inference_mode(), autocast():
+                out = torch.cat([functional_call(net, p, (xs[i: i + step],)) for i in range(0, len(xs), step)])
+                full = out.new_zeros(x.shape[1], *out.shape[1:])
+                full[:n_m] = out[:n_m]
+            return full
+
+        out_rows = parallel_map(client, range(len(sizes)), x.device)
         return _normal(full_precision(torch.stack(out_rows)))
 
 

@@ -26,6 +26,7 @@ from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
 from .precision import autocast, full_precision
+from .workers import own_module, parallel_map, split_evenly
 
 
 @dataclass
@@ -146,11 +147,11 @@ class LocalTrainer:
             params = {k: v[keep.to(v.device)] for k, v in params.items()}
         return self.augment.apply(x, **params)
 
-    def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None):
+    def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None, model=None):
         """`valid` marks the batch's real samples; `weight` (optional) scales each one's loss.
         `buffers` (not differentiated) are updated in place by batch norm in train mode."""
         with autocast():
-            out = functional_call(self.model, {**params, **buffers} if buffers else params, (x,))
+            out = functional_call(model or self.model, {**params, **buffers} if buffers else params, (x,))
         out = full_precision(out)
         if offset is not None:
             out = out + offset
@@ -200,8 +201,10 @@ class LocalTrainer:
         """The CPU formulation for convolutional models: each optimizer step runs every active
         row's forward pass on its own real samples (a loop over rows, so each convolution is a
         plain one, which measured faster on CPU than vmap's grouped convolution), takes all
-        rows' gradients in one backward pass and applies one stacked optimizer update. Rows
-        share no parameters, so the gradient of the summed objectives is each row's own.
+        rows' gradients in one backward pass per group of rows (one group per CPU thread, each
+        in its own thread with single-threaded ops: engine/workers.py) and applies one stacked
+        optimizer update. Rows share no parameters, so the gradient of a group's summed
+        objectives is each row's own.
         Same batches, same math as `train_sequential`; no host sync per step (the rows that
         train at each step come from the schedule, read once)."""
         if set(job.start) != set(self.param_names):
@@ -216,36 +219,43 @@ class LocalTrainer:
         clients = job.rows.tolist()
         last = torch.zeros(M, device=device, dtype=job.x.dtype)
         finite = torch.ones(M, dtype=torch.bool, device=device)
+        def group(step, rows_g):
+            """Forward and backward of rows `rows_g` at `step`: (their gradients, their data losses)."""
+            model = own_module(self.model)
+            take = torch.tensor(rows_g, device=device)
+            leaves = {k: params[k].index_select(0, take).requires_grad_() for k in names}
+            per_row = {k: leaves[k].unbind(0) for k in names}
+            total, losses = 0.0, []
+            for j, m in enumerate(rows_g):
+                keep = valid_all[m, step]
+                idx = index[m, step][keep].to(device)
+                x = self._augmented(job.x[clients[m], idx], job.schedule, m, step, keep)
+                offset = job.offsets[m, idx] if job.offsets is not None else None
+                weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
+                valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
+                coeffs = job.coeffs[m] if job.refs is not None else None
+                obj, data_loss = self.objective({k: per_row[k][j] for k in names}, x, job.y[clients[m], idx], valid,
+                                                coeffs, job.refs, offset, weight, model=model)
+                total = total + obj
+                losses.append(data_loss.detach())
+            grads = torch.autograd.grad(total, [leaves[k] for k in names], allow_unused=True)
+            return take, [torch.zeros_like(leaves[k]) if g is None else g for k, g in zip(names, grads)], torch.stack(losses)
+
         for step in range(index.shape[1]):
             active_rows = torch.nonzero(counts[:, step]).squeeze(1).tolist()
             if not active_rows:
                 continue
-            leaves = {k: params[k].detach().requires_grad_() for k in names}
-            per_row = {k: leaves[k].unbind(0) for k in names}
-            total, losses = 0.0, []
-            for m in active_rows:
-                keep = valid_all[m, step]
-                idx = index[m, step][keep].to(device)
-                b = len(idx)
-                x = self._augmented(job.x[clients[m], idx], job.schedule, m, step, keep)
-                offset = job.offsets[m, idx] if job.offsets is not None else None
-                weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
-                valid = torch.ones(b, dtype=job.x.dtype, device=device)
-                coeffs = job.coeffs[m] if job.refs is not None else None
-                obj, data_loss = self.objective({k: per_row[k][m] for k in names}, x, job.y[clients[m], idx], valid,
-                                                coeffs, job.refs, offset, weight)
-                total = total + obj
-                losses.append(data_loss.detach())
-            grads = torch.autograd.grad(total, [leaves[k] for k in names], allow_unused=True)
-            grads = {k: torch.zeros_like(leaves[k]) if g is None else g for k, g in zip(names, grads)}
+            parts = split_evenly(active_rows, torch.get_num_threads() if device.type == "cpu" else 1)
+            done = parallel_map(lambda rows_g: group(step, rows_g), parts, device)
+            grads = {k: torch.zeros_like(params[k]) for k in names}
+            for take, g_rows, step_loss in done:
+                for k, g in zip(names, g_rows):
+                    grads[k].index_copy_(0, take, g)
+                last[take] = step_loss
+                finite[take] &= torch.isfinite(step_loss)
             active = torch.zeros(M, dtype=torch.bool)
             active[active_rows] = True
-            active = active.to(device)
-            params, state = self.optimizer.update({k: leaves[k].detach() for k in names}, grads, state, active)
-            rows = torch.tensor(active_rows, device=device)
-            step_loss = torch.stack(losses)
-            last[rows] = step_loss
-            finite[rows] &= torch.isfinite(step_loss)
+            params, state = self.optimizer.update(params, grads, state, active.to(device))
         return LocalResult(params, state, last, finite)
 
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------
