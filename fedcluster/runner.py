@@ -17,6 +17,7 @@ from . import __version__
 from .algorithms.base import Federation
 from .data import build_federated_data, build_label_federated_data
 from .data.federated import as_reconstruction
+from .engine.allocator import keep_freed_memory
 from .engine.local import LocalJob, LocalTrainer
 from .engine.optim import build_optimizer, put_state, take_state
 from .errors import ConfigError, NonFiniteLossError
@@ -136,6 +137,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
     if cfg.rounds < 1:
         raise ConfigError(f"rounds={cfg.rounds} must be >= 1")
     started = time.time()
+    keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     if hw.torch_device.type == "cuda":

@@ -168,3 +168,12 @@ def test_looped_engine_and_scoring_are_deterministic_per_thread_count():
     for k in start:
         torch.testing.assert_close(out[1][0][k], out[2][0][k], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(out[1][1], out[2][1], rtol=1e-5, atol=1e-6)
+
+
+def test_allocator_tunables_are_taken_once_on_glibc():
+    import platform
+    from fedcluster.engine.allocator import keep_freed_memory
+    first = keep_freed_memory()
+    assert keep_freed_memory() is first
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert first is True

@@ -3,7 +3,7 @@ its own client's data.
 
 All of them run under `torch.inference_mode` and in chunks whose largest activation fits a
 memory budget (`chunk_size`): on a CPU the budget is cache-sized, because LeNet scored 2x
-faster per sample in chunks of 256 than of 4,096 (the activations of a big chunk leave the
+faster per sample in chunks of ~150-300 than of 4,096 (the activations of a big chunk leave the
 cache between layers; scripts/benchmark.py); on a GPU it is large, to fill the device. The
 chunk loop is outside the model loop, so one chunk of inputs serves every model while it is
 in cache. Nothing here reads a value back to the host.
@@ -23,8 +23,9 @@ from .losses import per_sample_loss
 from .precision import autocast, full_precision
 from .workers import own_module, parallel_map
 
-# Bytes of the largest activation of one chunk (per model): cache-sized on CPU, large on GPU.
-CHUNK_BUDGET = {"cpu": 4 * 2 ** 20, "cuda": 512 * 2 ** 20}
+# Bytes of the largest activation of one chunk (per model): cache-sized on CPU (LeNet, 2 threads:
+# 5.4 us per sample and model at 2 MiB, 5.8 at 4-8 MiB, 10.4 at 16 MiB), large on GPU.
+CHUNK_BUDGET = {"cpu": 2 * 2 ** 20, "cuda": 512 * 2 ** 20}
 _ACTIVATION_BYTES = {}
 
 
