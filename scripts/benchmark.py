@@ -16,8 +16,8 @@ Workloads:
 
 A round is timed whole: local training, scoring, aggregation, and one evaluation per
 `--rounds` rounds (the presets evaluate every 10): seconds per round =
-(wall time of 1 + R rounds - wall time of 1 round) / R, which leaves out start-up (data
-loading, model building). The reference loop does the same work (same clients, samples,
+(wall time of 1 + R rounds - wall time of 1 round) / R, after an untimed 1-round warm-up run,
+which leaves out start-up (data loading, model building) and first-call costs. The reference loop does the same work (same clients, samples,
 steps, scoring passes) with one nn.Module per client, torch.optim and a tensor batch loop.
 
 Usage:
@@ -80,8 +80,8 @@ def fedcluster_seconds_per_round(key: str, rounds: int, device: str, engine: str
     """(wall(1 + R rounds) - wall(1 round)) / R of fedcluster's own loop, with its engine."""
     from fedcluster.runner import run
     walls, summary = {}, None
-    for r in (1, 1 + rounds):
-        cfg = compose(WORKLOADS[key][2] + COMMON + [f"hardware={device}", f"engine={engine}", f"rounds={r}",
+    for r in (0, 1, 1 + rounds):          # r=0: a 1-round warm-up run, untimed (first-call costs)
+        cfg = compose(WORKLOADS[key][2] + COMMON + [f"hardware={device}", f"engine={engine}", f"rounds={max(r, 1)}",
                                                     f"eval_every={rounds}"])
         with tempfile.TemporaryDirectory() as out:
             tick = time.perf_counter()

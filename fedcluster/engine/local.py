@@ -26,7 +26,7 @@ from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
 from .precision import autocast, full_precision
-from .workers import own_module, parallel_map, split_evenly
+from .workers import cpu_workers, own_module, split_evenly
 
 
 @dataclass
@@ -181,19 +181,31 @@ class LocalTrainer:
         self._augment_on(job.schedule, device)
         last = torch.zeros(M, device=device)
         finite = torch.ones(M, dtype=torch.bool, device=device)
-        job_rows = torch.arange(M, device=device)[:, None]
+        counts = job.schedule.valid.sum(2)                      # [M, steps] host schedule data: no sync
+        all_rows = torch.arange(M, device=device)
         for s in range(index.shape[1]):
-            idx, valid = index[:, s], valid_all[:, s]               # [M, B]
-            active = valid.any(1)
-            offset = job.offsets[job_rows, idx] if has_offsets else None
-            weight = job.sample_weights[job_rows, idx].to(job.x.dtype) if has_weights else None
-            x = self._augmented(job.x[rows[:, None], idx], job.schedule, slice(None), s)
-            g, data_loss = step_grad(params, x, job.y[rows[:, None], idx],
-                                     valid.to(job.x.dtype), job.coeffs if has_refs else None, job.refs, offset,
+            act = torch.nonzero(counts[:, s]).squeeze(1)
+            if len(act) == 0:
+                continue
+            # Only rows with samples at this step are computed: with skewed client sizes most rows
+            # sit out the late steps of an epoch, and computing them would be wasted work.
+            sub = all_rows if len(act) == M else act.to(device)
+            idx, valid = index[sub, s], valid_all[sub, s]           # [M', B]
+            offset = job.offsets[sub[:, None], idx] if has_offsets else None
+            weight = job.sample_weights[sub[:, None], idx].to(job.x.dtype) if has_weights else None
+            x = self._augmented(job.x[rows[sub][:, None], idx], job.schedule, act if len(act) < M else slice(None), s)
+            p_sub = params if len(act) == M else {k: v[sub] for k, v in params.items()}
+            g, data_loss = step_grad(p_sub, x, job.y[rows[sub][:, None], idx],
+                                     valid.to(job.x.dtype), job.coeffs[sub] if has_refs else None, job.refs, offset,
                                      weight)
+            active = torch.zeros(M, dtype=torch.bool)
+            active[act] = True
+            active = active.to(device)
+            if len(act) < M:
+                g = {k: torch.zeros_like(params[k]).index_copy_(0, sub, g[k]) for k in params}
             params, state = self.optimizer.update(params, g, state, active)
-            last = torch.where(active, data_loss.detach(), last)
-            finite &= torch.isfinite(data_loss) | ~active
+            last[sub] = data_loss.detach()
+            finite[sub] &= torch.isfinite(data_loss)
         return LocalResult(params, state, last, finite)
 
     # -- looped: all rows step together in one autograd graph, a Python loop over the rows ----
@@ -241,21 +253,22 @@ class LocalTrainer:
             grads = torch.autograd.grad(total, [leaves[k] for k in names], allow_unused=True)
             return take, [torch.zeros_like(leaves[k]) if g is None else g for k, g in zip(names, grads)], torch.stack(losses)
 
-        for step in range(index.shape[1]):
-            active_rows = torch.nonzero(counts[:, step]).squeeze(1).tolist()
-            if not active_rows:
-                continue
-            parts = split_evenly(active_rows, torch.get_num_threads() if device.type == "cpu" else 1)
-            done = parallel_map(lambda rows_g: group(step, rows_g), parts, device)
-            grads = {k: torch.zeros_like(params[k]) for k in names}
-            for take, g_rows, step_loss in done:
-                for k, g in zip(names, g_rows):
-                    grads[k].index_copy_(0, take, g)
-                last[take] = step_loss
-                finite[take] &= torch.isfinite(step_loss)
-            active = torch.zeros(M, dtype=torch.bool)
-            active[active_rows] = True
-            params, state = self.optimizer.update(params, grads, state, active.to(device))
+        with cpu_workers(device) as workers:
+            for step in range(index.shape[1]):
+                active_rows = torch.nonzero(counts[:, step]).squeeze(1).tolist()
+                if not active_rows:
+                    continue
+                parts = split_evenly(active_rows, workers.count)
+                done = workers.map(lambda rows_g: group(step, rows_g), parts)
+                grads = {k: torch.zeros_like(params[k]) for k in names}
+                for take, g_rows, step_loss in done:
+                    for k, g in zip(names, g_rows):
+                        grads[k].index_copy_(0, take, g)
+                    last[take] = step_loss
+                    finite[take] &= torch.isfinite(step_loss)
+                active = torch.zeros(M, dtype=torch.bool)
+                active[active_rows] = True
+                params, state = self.optimizer.update(params, grads, state, active.to(device))
         return LocalResult(params, state, last, finite)
 
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------
