@@ -18,7 +18,8 @@ A round is timed whole: local training, scoring, aggregation, and one evaluation
 `--rounds` rounds (the presets evaluate every 10): seconds per round =
 (wall time of 1 + R rounds - wall time of 1 round) / R, after an untimed 1-round warm-up run,
 which leaves out start-up (data loading, model building) and first-call costs. The reference loop does the same work (same clients, samples,
-steps, scoring passes) with one nn.Module per client, torch.optim and a tensor batch loop.
+steps, scoring passes) with one nn.Module per client, torch.optim and a tensor batch loop,
+in a fresh process of its own (as a peer library runs, without fedcluster's process settings).
 
 Usage:
   python scripts/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda]
@@ -199,6 +200,14 @@ def reference_seconds_per_round(key: str, rounds: int, device: str) -> dict:
     return {"seconds_per_round": (time.perf_counter() - tick) / rounds, "samples_per_round": trained / rounds}
 
 
+def reference_in_fresh_process(key: str, rounds: int, device: str) -> dict:
+    """The reference in its own process, as a peer library runs: none of fedcluster's
+    process-wide settings (engine/allocator.py's malloc tunables) applies to it."""
+    out = subprocess.run([sys.executable, __file__, "--reference-only", "--only", key, "--rounds", str(rounds),
+                          "--device", device], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def samples_per_round(key: str) -> int:
     """Training samples one round visits (all clients train every round in these workloads)."""
     from fedcluster.runner import build
@@ -220,6 +229,7 @@ def main():
     p.add_argument("--no-reference", action="store_true", help="time fedcluster only")
     p.add_argument("--src", help="time the fedcluster of this checkout instead (no reference)")
     p.add_argument("--fedcluster-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     keys = [k for k in args.only.split(",") if k]
     bad = [k for k in keys if k not in WORKLOADS]
@@ -235,6 +245,9 @@ def main():
             line["source"] = str(args.src)
             print(json.dumps(line) if args.json else line, flush=True)
         return
+    if args.reference_only:
+        print(json.dumps(reference_seconds_per_round(keys[0], args.rounds, args.device)))
+        return
     for k in keys:
         title = WORKLOADS[k][0]
         ours = fedcluster_seconds_per_round(k, args.rounds, args.device, args.engine)
@@ -248,7 +261,7 @@ def main():
         row["samples_per_round"] = n
         row["samples_per_second"] = round(n / ours["seconds_per_round"], 1)
         if not args.no_reference:
-            ref = reference_seconds_per_round(k, args.rounds, args.device)
+            ref = reference_in_fresh_process(k, args.rounds, args.device)
             row["reference_seconds_per_round"] = round(ref["seconds_per_round"], 3)
             row["reference_samples_per_second"] = round(ref["samples_per_round"] / ref["seconds_per_round"], 1)
             row["speedup_vs_reference"] = round(ref["seconds_per_round"] / ours["seconds_per_round"], 2)

@@ -25,6 +25,7 @@ from torch.func import functional_call, grad, vmap
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
+from .optim import own_rows, step_rows
 from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, split_evenly
 
@@ -176,7 +177,7 @@ class LocalTrainer:
         step_grad = vmap(grad(self.objective, has_aux=True),
                          in_dims=(0, 0, 0, 0, 0 if has_refs else None, None, 0 if has_offsets else None,
                                   0 if has_weights else None))
-        params, state = job.start, job.opt_state
+        params, state = own_rows(job.start, job.opt_state)
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
         self._augment_on(job.schedule, device)
         last = torch.zeros(M, device=device)
@@ -187,25 +188,28 @@ class LocalTrainer:
             act = torch.nonzero(counts[:, s]).squeeze(1)
             if len(act) == 0:
                 continue
-            # Only rows with samples at this step are computed: with skewed client sizes most rows
-            # sit out the late steps of an epoch, and computing them would be wasted work.
-            sub = all_rows if len(act) == M else act.to(device)
+            # When most rows sit out a step (skewed client sizes, late in an epoch) only the rows
+            # with samples are computed; otherwise all rows are, and the idle ones left unchanged
+            # (gathering a subset costs more than it saves for small models).
+            few = len(act) * 2 <= M
+            sub = act.to(device) if few else all_rows
             idx, valid = index[sub, s], valid_all[sub, s]           # [M', B]
             offset = job.offsets[sub[:, None], idx] if has_offsets else None
             weight = job.sample_weights[sub[:, None], idx].to(job.x.dtype) if has_weights else None
-            x = self._augmented(job.x[rows[sub][:, None], idx], job.schedule, act if len(act) < M else slice(None), s)
-            p_sub = params if len(act) == M else {k: v[sub] for k, v in params.items()}
+            x = self._augmented(job.x[rows[sub][:, None], idx], job.schedule, act if few else slice(None), s)
+            p_sub = {k: v[sub] for k, v in params.items()} if few else params
             g, data_loss = step_grad(p_sub, x, job.y[rows[sub][:, None], idx],
                                      valid.to(job.x.dtype), job.coeffs[sub] if has_refs else None, job.refs, offset,
                                      weight)
-            active = torch.zeros(M, dtype=torch.bool)
-            active[act] = True
-            active = active.to(device)
-            if len(act) < M:
-                g = {k: torch.zeros_like(params[k]).index_copy_(0, sub, g[k]) for k in params}
-            params, state = self.optimizer.update(params, g, state, active)
-            last[sub] = data_loss.detach()
-            finite[sub] &= torch.isfinite(data_loss)
+            if few:
+                step_rows(self.optimizer, params, g, state, sub, all_rows=False)
+                last[sub] = data_loss.detach()
+                finite[sub] &= torch.isfinite(data_loss)
+            else:
+                active = valid.any(1)
+                step_rows(self.optimizer, params, g, state, sub, all_rows=True, active=active)
+                last = torch.where(active, data_loss.detach(), last)
+                finite &= torch.isfinite(data_loss) | ~active
         return LocalResult(params, state, last, finite)
 
     # -- looped: all rows step together in one autograd graph, a Python loop over the rows ----
@@ -224,7 +228,7 @@ class LocalTrainer:
         device = job.x.device
         M = len(job.rows)
         names = self.param_names
-        params, state = job.start, job.opt_state
+        params, state = own_rows(job.start, job.opt_state)
         self._augment_on(job.schedule, device)
         index, valid_all = job.schedule.index, job.schedule.valid   # host tensors: schedule data, no sync
         counts = valid_all.sum(2)                                  # [M, steps]
@@ -260,15 +264,12 @@ class LocalTrainer:
                     continue
                 parts = split_evenly(active_rows, workers.count)
                 done = workers.map(lambda rows_g: group(step, rows_g), parts)
-                grads = {k: torch.zeros_like(params[k]) for k in names}
-                for take, g_rows, step_loss in done:
-                    for k, g in zip(names, g_rows):
-                        grads[k].index_copy_(0, take, g)
-                    last[take] = step_loss
-                    finite[take] &= torch.isfinite(step_loss)
-                active = torch.zeros(M, dtype=torch.bool)
-                active[active_rows] = True
-                params, state = self.optimizer.update(params, grads, state, active.to(device))
+                rows = torch.cat([take for take, _, _ in done])          # = active_rows, in order
+                grads = {k: torch.cat([g_rows[i] for _, g_rows, _ in done]) for i, k in enumerate(names)}
+                step_loss = torch.cat([loss for _, _, loss in done])
+                last[rows] = step_loss
+                finite[rows] &= torch.isfinite(step_loss)
+                step_rows(self.optimizer, params, grads, state, rows, all_rows=len(active_rows) == M)
         return LocalResult(params, state, last, finite)
 
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------

@@ -94,3 +94,30 @@ def put_state(state, index, rows):
             put_state(state[k], index, rows[k]) if isinstance(state[k], dict) else state[k].__setitem__(index, rows[k])
     else:
         state[index] = rows
+
+
+def own_rows(params, state):
+    """Copies of a job's starting parameters and optimizer state that `step_rows` may update
+    in place (one copy per job, not one per step)."""
+    return {k: v.clone() for k, v in params.items()}, take_state(state, slice(None))
+
+
+def step_rows(optimizer, params, grads, state, rows: torch.Tensor, all_rows: bool, active=None) -> None:
+    """One optimizer step for rows `rows` only (grads: [len(rows), ...]), in place; the other
+    rows keep their parameters and state. Costs O(len(rows)), not O(all rows): with skewed
+    client sizes most rows sit out the late steps of an epoch. all_rows: `rows` is every row
+    and grads cover them all; `active` [M] (optional) then marks the rows that step."""
+    if all_rows:
+        if active is None:
+            active = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
+        new_p, new_s = optimizer.update(params, grads, state, active)
+        for k in params:
+            params[k].copy_(new_p[k])
+        put_state(state, slice(None), new_s)
+        return
+    sub_p = {k: v.index_select(0, rows) for k, v in params.items()}
+    ones = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
+    new_p, new_s = optimizer.update(sub_p, grads, take_state(state, rows), ones)
+    for k in params:
+        params[k].index_copy_(0, rows, new_p[k])
+    put_state(state, rows, new_s)
