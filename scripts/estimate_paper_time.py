@@ -35,7 +35,9 @@ def jobs(sweep, ks=(5, 10)):
         for K in ks:
             for m in CAM_METHODS:
                 ov = ["+preset=cam/table1", "hydra.mode=RUN", "dataset=fashion_mnist", "partition=cluster_dirichlet",
-                      f"num_clusters={K}", f"algorithm={m}", "warmup_rounds=0" if m.endswith("_cam") else "warmup_rounds=30"]
+                      f"num_clusters={K}", f"algorithm={m}",
+                      # CAM methods: 1 warm-up round, so the timed rounds (2 and on) are CAM rounds
+                      "warmup_rounds=1" if m.endswith("_cam") else "warmup_rounds=30"]
                 out.append((f"cam K={K} {m}", ov, 2 * 3, 100, 30 if m.endswith("_cam") else 0))
     if sweep in ("clove_fmnist", "all"):
         for mix in CLOVE_MIXINGS:
@@ -65,6 +67,7 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--src")
     p.add_argument("--ks", default="5,10", help="Fed-CAM K values to measure (a subset measures a subset of runs)")
+    p.add_argument("--methods", help="comma-separated subset of methods to measure (default: all)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--one", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -73,6 +76,8 @@ def main():
         return
     totals, fedavg_round = {}, {}
     for name, ov, runs, rounds, warm in jobs(args.sweep, [int(k) for k in args.ks.split(",")]):
+        if args.methods and name.split()[-1] not in args.methods.split(","):
+            continue
         env, cwd = dict(os.environ), None
         if args.src:
             env.update(PYTHONPATH=str(Path(args.src).resolve()), FEDCLUSTER_BENCH_SRC="1")
