@@ -77,18 +77,23 @@ def compose(overrides):
         return hydra_compose("config", overrides=list(overrides))
 
 
-def fedcluster_seconds_per_round(key: str, rounds: int, device: str, engine: str = "auto") -> dict:
-    """(wall(1 + R rounds) - wall(1 round)) / R of fedcluster's own loop, with its engine."""
+def seconds_per_round(overrides, rounds: int, eval_every: int) -> dict:
+    """(wall(1 + R rounds) - wall(1 round)) / R of fedcluster's own loop for a config, after an
+    untimed 1-round warm-up run (first-call costs)."""
     from fedcluster.runner import run
     walls, summary = {}, None
-    for r in (0, 1, 1 + rounds):          # r=0: a 1-round warm-up run, untimed (first-call costs)
-        cfg = compose(WORKLOADS[key][2] + COMMON + [f"hardware={device}", f"engine={engine}", f"rounds={max(r, 1)}",
-                                                    f"eval_every={rounds}"])
+    for r in (0, 1, 1 + rounds):          # r=0: the warm-up run
+        cfg = compose(list(overrides) + COMMON + [f"rounds={max(r, 1)}", f"eval_every={eval_every}"])
         with tempfile.TemporaryDirectory() as out:
             tick = time.perf_counter()
             summary = run(cfg, out)
             walls[r] = time.perf_counter() - tick
     return {"seconds_per_round": (walls[1 + rounds] - walls[1]) / rounds, "engine": summary["engine"]}
+
+
+def fedcluster_seconds_per_round(key: str, rounds: int, device: str, engine: str = "auto") -> dict:
+    """Workload `key` with fedcluster's engine, one evaluation per R rounds."""
+    return seconds_per_round(WORKLOADS[key][2] + [f"hardware={device}", f"engine={engine}"], rounds, rounds)
 
 
 # -- the reference: one nn.Module per client, torch.optim, a tensor batch loop ----------------------
@@ -155,7 +160,7 @@ def reference_seconds_per_round(key: str, rounds: int, device: str) -> dict:
     trained = 0
 
     def one_round(r, evaluate):
-        nonlocal u, trained
+        nonlocal trained
         if kind in ("ifca", "clove"):                      # every client scores every model (assignment)
             losses = torch.tensor([[_client_loss(m, x, y, task, t.batch_size) for m in centers] for x, y in clients])
             assign = losses.argmin(1).tolist()

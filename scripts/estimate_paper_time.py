@@ -18,8 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,15 +48,7 @@ def jobs(sweep, ks=(5, 10)):
 def seconds_per_round(overrides, rounds):
     sys.path.insert(0, str(ROOT / "scripts"))
     import benchmark as bm
-    from fedcluster.runner import run
-    walls = {}
-    for r in (0, 1, 1 + rounds):
-        cfg = bm.compose(overrides + bm.COMMON + [f"rounds={max(r, 1)}", "eval_every=10"])
-        with tempfile.TemporaryDirectory() as out:
-            tick = time.perf_counter()
-            run(cfg, out)
-            walls[r] = time.perf_counter() - tick
-    return (walls[1 + rounds] - walls[1]) / rounds
+    return bm.seconds_per_round(overrides, rounds, eval_every=10)["seconds_per_round"]
 
 
 def main():

@@ -24,7 +24,8 @@ from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, parallel_map, split_evenly
 
 # Bytes of the largest activation of one chunk (per model): cache-sized on CPU (LeNet, 2 threads:
-# 5.4 us per sample and model at 2 MiB, 5.8 at 4-8 MiB, 10.4 at 16 MiB), large on GPU.
+# 5.5 us per sample and model at 2 MiB, 6.5-7.2 at 4-8 MiB, 14.2 at 16 MiB; scripts/microbench.py),
+# large on GPU.
 CHUNK_BUDGET = {"cpu": 2 * 2 ** 20, "cuda": 512 * 2 ** 20}
 _ACTIVATION_BYTES = {}
 
@@ -137,10 +138,11 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
 
         def client(m):
             client_row, n_m = int(rows[m]), sizes[m]
-            p = {k: v[m] for k, v in params.items()}
-            xs, net = x[client_row, :max(n_m, 1)], own_module(model)
+            p = {f"net.{k}": v[m] for k, v in params.items()}
+            xs = x[client_row, :max(n_m, 1)]
+            slices = [slice(i, min(i + step, len(xs))) for i in range(0, len(xs), step)]
             with torch.inference_mode(), autocast():
-                out = torch.cat([functional_call(net, p, (xs[i: i + step],)) for i in range(0, len(xs), step)])
+                out = functional_call(_Chunks(own_module(model)), p, (xs, slices, lambda o, s: o))
                 full = out.new_zeros(x.shape[1], *out.shape[1:])
                 full[:n_m] = out[:n_m]
             return full
