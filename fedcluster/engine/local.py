@@ -148,6 +148,19 @@ class LocalTrainer:
             params = {k: v[keep.to(v.device)] for k, v in params.items()}
         return self.augment.apply(x, **params)
 
+    def row_batch(self, job: LocalJob, m: int, step: int, client: int):
+        """Row m's real samples at `step`, as one client trains on them: (x, y, valid, offset,
+        weight), or None when the row has no sample there. Shared by the per-row engines."""
+        keep = job.schedule.valid[m, step]
+        idx = job.schedule.index[m, step][keep].to(job.x.device)
+        if len(idx) == 0:
+            return None
+        x = self._augmented(job.x[client, idx], job.schedule, m, step, keep)
+        offset = job.offsets[m, idx] if job.offsets is not None else None
+        weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
+        valid = torch.ones(len(idx), dtype=job.x.dtype, device=job.x.device)
+        return x, job.y[client, idx], valid, offset, weight
+
     def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None, model=None):
         """`valid` marks the batch's real samples; `weight` (optional) scales each one's loss.
         `buffers` (not differentiated) are updated in place by batch norm in train mode."""
@@ -212,7 +225,7 @@ class LocalTrainer:
                 finite &= torch.isfinite(data_loss) | ~active
         return LocalResult(params, state, last, finite)
 
-    # -- looped: all rows step together in one autograd graph, a Python loop over the rows ----
+    # -- looped: a Python loop over the rows, one autograd pass per thread's group of rows ----
     def train_looped(self, job: LocalJob) -> LocalResult:
         """The CPU formulation for convolutional models: each optimizer step runs every active
         row's forward pass on its own real samples (a loop over rows, so each convolution is a
@@ -230,11 +243,11 @@ class LocalTrainer:
         names = self.param_names
         params, state = own_rows(job.start, job.opt_state)
         self._augment_on(job.schedule, device)
-        index, valid_all = job.schedule.index, job.schedule.valid   # host tensors: schedule data, no sync
-        counts = valid_all.sum(2)                                  # [M, steps]
+        counts = job.schedule.valid.sum(2)             # [M, steps] host schedule data, read without a sync
         clients = job.rows.tolist()
         last = torch.zeros(M, device=device, dtype=job.x.dtype)
         finite = torch.ones(M, dtype=torch.bool, device=device)
+
         def group(step, rows_g):
             """Forward and backward of rows `rows_g` at `step`: (their gradients, their data losses)."""
             model = own_module(self.model)
@@ -243,14 +256,9 @@ class LocalTrainer:
             per_row = {k: leaves[k].unbind(0) for k in names}
             total, losses = 0.0, []
             for j, m in enumerate(rows_g):
-                keep = valid_all[m, step]
-                idx = index[m, step][keep].to(device)
-                x = self._augmented(job.x[clients[m], idx], job.schedule, m, step, keep)
-                offset = job.offsets[m, idx] if job.offsets is not None else None
-                weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
-                valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
+                x, y, valid, offset, weight = self.row_batch(job, m, step, clients[m])
                 coeffs = job.coeffs[m] if job.refs is not None else None
-                obj, data_loss = self.objective({k: per_row[k][j] for k in names}, x, job.y[clients[m], idx], valid,
+                obj, data_loss = self.objective({k: per_row[k][j] for k in names}, x, y, valid,
                                                 coeffs, job.refs, offset, weight, model=model)
                 total = total + obj
                 losses.append(data_loss.detach())
@@ -258,7 +266,7 @@ class LocalTrainer:
             return take, [torch.zeros_like(leaves[k]) if g is None else g for k, g in zip(names, grads)], torch.stack(losses)
 
         with cpu_workers(device) as workers:
-            for step in range(index.shape[1]):
+            for step in range(counts.shape[1]):
                 active_rows = torch.nonzero(counts[:, step]).squeeze(1).tolist()
                 if not active_rows:
                     continue
@@ -294,15 +302,10 @@ class LocalTrainer:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 torch.manual_seed(job.seed + m)                 # this row's dropout masks
                 for step in range(job.schedule.index.shape[1]):
-                    keep = job.schedule.valid[m, step]
-                    idx = job.schedule.index[m, step][keep].to(device)
-                    if len(idx) == 0:
+                    batch = self.row_batch(job, m, step, client)
+                    if batch is None:
                         continue
-                    x = self._augmented(job.x[client, idx], job.schedule, m, step, keep)
-                    y = job.y[client, idx]
-                    offset = job.offsets[m, idx] if job.offsets is not None else None
-                    weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
-                    valid = torch.ones(len(idx), dtype=job.x.dtype, device=device)
+                    x, y, valid, offset, weight = batch
                     g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset,
                                                weight, b)
                     p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
