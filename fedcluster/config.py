@@ -40,6 +40,8 @@ class Config:
     checkpoint_every: int = 10    # rounds between checkpoints (0 = never)
     progress: bool = True
     plots: bool = True
+    overwrite: bool = False       # replace a finished (or another config's) run in the output directory
+    divergence_factor: Optional[float] = 1e4   # stop when a loss exceeds this times the starting loss (divergence.py)
     table: Optional[str] = None   # which paper table a preset reproduces (read by fedcluster-report)
 
 

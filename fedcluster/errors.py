@@ -11,3 +11,16 @@ class DataNotFoundError(FileNotFoundError):
 
 class NonFiniteLossError(RuntimeError):
     """Training produced NaN/inf; the message names the round and the client."""
+
+
+class RunDirectoryError(ConfigError):
+    """The output directory cannot be used for this run (another config's, locked, unwritable):
+    a ConfigError, since the fix is a different hydra.run.dir."""
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C during a run: how far it got and where it can resume from."""
+
+    def __init__(self, output_dir, rounds_done: int, rounds: int, checkpoint_round: int):
+        self.output_dir, self.rounds_done, self.rounds, self.checkpoint_round = output_dir, rounds_done, rounds, checkpoint_round
+        super().__init__(f"interrupted after {rounds_done} of {rounds} rounds")

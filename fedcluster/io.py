@@ -8,14 +8,44 @@ import pandas as pd
 import torch
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc; else the set-and-restore dance)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    except OSError:   # some file systems do not support fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
 def _atomic(path: Path, write) -> None:
+    """Write to a temporary file beside `path`, give it the mode a plain `open` would (0666 less
+    the umask: readable by collaborators, unlike mkstemp's 0600), flush it to disk, then
+    rename it over `path`: readers see the old complete file or the new one, even after a crash."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())
         write(tmp)
+        _fsync(tmp)
         os.replace(tmp, path)
+        _fsync(path.parent, directory=True)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -39,6 +69,12 @@ def write_csv(path, frame: pd.DataFrame) -> None:
 
 def save_torch(path, obj) -> None:
     _atomic(path, lambda tmp: torch.save(obj, tmp))
+
+
+def save_figure(path, fig, **kwargs) -> None:
+    """A matplotlib figure, written atomically in the format its suffix names."""
+    path = Path(path)
+    _atomic(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", **kwargs))
 
 
 def _json_default(o):

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from .io import save_figure  # noqa: E402
 
 
 def plot_cluster_sizes(ax, sizes: pd.DataFrame, title: str) -> None:
@@ -39,7 +40,7 @@ def write_cluster_sizes(path: Path, runs) -> None:
         plot_cluster_sizes(ax, sizes, title)
         ax.set_xlim(first, last)   # same rounds on every panel (CAM methods cluster only after warm-up)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(path, fig, dpi=110)
     plt.close(fig)
 
 
@@ -62,7 +63,7 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
                 ax.set_yscale("log")
         axes[0][0].legend()
         fig.tight_layout()
-        fig.savefig(out / "centers.png", dpi=110)
+        save_figure(out / "centers.png", fig, dpi=110)
         plt.close(fig)
     matched = summary.get("matched_center")
     if len(assign) and matched:
@@ -91,7 +92,7 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
             ax.set_ylim(-0.02, 1.02)
         axes[0][0].legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / "importance.png", dpi=110)
+        save_figure(out / "importance.png", fig, dpi=110)
         plt.close(fig)
 
 
@@ -112,7 +113,7 @@ def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = 
     fig.colorbar(im, ax=ax, label="mean training loss")
     ax.set_title(title, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(path, fig, dpi=110)
     plt.close(fig)
 
 
@@ -159,5 +160,5 @@ def write_first_cluster_weights(path: Path, runs) -> None:
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(path, fig, dpi=120)
     plt.close(fig)

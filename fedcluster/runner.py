@@ -1,4 +1,5 @@
 """The round loop shared by every algorithm: `run(cfg, output_dir)`."""
+import copy
 import hashlib
 import json
 import platform
@@ -11,21 +12,25 @@ import hydra
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from . import __version__
 from .algorithms.base import Federation
 from .data import build_federated_data, build_label_federated_data
+from .data.budget import check_fits
 from .data.federated import as_reconstruction
 from .engine.allocator import keep_freed_memory
 from .engine.local import LocalJob, LocalTrainer
 from .engine.optim import build_optimizer, put_state, take_state
-from .errors import ConfigError, NonFiniteLossError
+from .divergence import DivergenceWatch
+from .errors import ConfigError, NonFiniteLossError, RunInterrupted
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, convergence, evaluate, matching_costs
 from .io import save_torch, write_csv, write_json, write_text
 from .metrics import hungarian_match, key_metric
-from .models.stacked import all_finite
 from .rng import derived_seed, generator
+from .rundir import claim, comparable
+from .validate import validate
 
 CHECKPOINT = "checkpoint.pt"
 ENGINES = ("auto", "batched", "looped", "sequential")
@@ -49,11 +54,9 @@ def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) 
     return "looped" if (device.type == "cpu" and has_conv) else "batched"
 
 
-def config_fingerprint(cfg: DictConfig) -> str:
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    for volatile in ("progress", "checkpoint_every", "hydra"):
-        plain.pop(volatile, None)
-    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def config_fingerprint(requested: dict) -> str:
+    """Hash of the config without the keys that do not change results (rundir.VOLATILE_KEYS)."""
+    return hashlib.sha256(json.dumps(comparable(requested), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _drop_names(plain):
@@ -82,15 +85,32 @@ def _nodes_with(node, key: str):
                 yield from _nodes_with(node[k], key)
 
 
-def build_data(source, partition, seed: int):
+def build_data(source, partition, seed: int, fits=None):
     """Mixture partitions draw from the source's S distributions; label partitions split
-    one labelled pool by class."""
+    one labelled pool by class. `fits(num_clients, train_width, test_width)` checks the
+    memory the padded client data will take, before it is built."""
     if hasattr(partition, "split"):
-        data = build_label_federated_data(source, partition, seed)
+        data = build_label_federated_data(source, partition, seed, fits)
     else:
+        if fits is not None:
+            width = partition.max_samples
+            fits(partition.num_clients, width, max(1, round(width * partition.local_test_fraction)))
         plan = partition.plan(len(source.distribution_names), generator(seed, "partition"))
         data = build_federated_data(source, plan, seed)
     return as_reconstruction(data) if source.task == "reconstruction" else data
+
+
+def check_model_fits(model: torch.nn.Module, data, cfg: DictConfig) -> None:
+    """One forward pass on one training sample: a model that cannot read the data's inputs is
+    a one-line error naming both, not a traceback from inside a convolution."""
+    x = data.train.x[:1, :1].reshape(1, *data.in_shape)
+    try:
+        with torch.no_grad():
+            model(x)
+    except (RuntimeError, ValueError, IndexError) as e:
+        reason = str(e).strip().splitlines()[0][:200]
+        raise ConfigError(f"model={cfg.model.name} does not fit dataset={cfg.dataset.name}'s inputs "
+                          f"(shape {tuple(data.in_shape)}): {reason}") from None
 
 
 def build(cfg: DictConfig):
@@ -98,13 +118,29 @@ def build(cfg: DictConfig):
     hw = make(cfg.hardware)
     source = make(cfg.dataset, seed=cfg.seed)
     partition = make(cfg.partition)
-    data = build_data(source, partition, cfg.seed).to(hw.torch_device, hw.torch_dtype)
-    num_outputs = 1 if data.task == "regression" else data.num_classes
+    in_shape = tuple(source.in_shape)
+    num_outputs = 1 if source.task == "regression" else source.num_classes
 
     def build_model():
-        return make(cfg.model, in_shape=data.in_shape, num_outputs=num_outputs)
+        try:
+            return make(cfg.model, in_shape=in_shape, num_outputs=num_outputs)
+        except Exception as e:   # noqa: BLE001 -- a model that cannot be built for these inputs
+            cause = e.__cause__ or e
+            if isinstance(cause, ConfigError):
+                raise cause
+            reason = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
+            raise ConfigError(f"model={cfg.model.name} does not fit dataset={cfg.dataset.name}'s inputs "
+                              f"(shape {in_shape}): {reason}") from None
 
+    num_params = sum(p.numel() for p in build_model().parameters())
+
+    def fits(num_clients, train_width, test_width):
+        check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
+                   hw.torch_device, f"partition.num_clients={num_clients}")
+
+    data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)
+    check_model_fits(model, data, cfg)
     with open_dict(cfg):
         if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters
             cfg.num_clusters = data.num_true_clusters or data.num_distributions
@@ -129,94 +165,122 @@ def build(cfg: DictConfig):
     return hw, fed, algorithm, trainer
 
 
-def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
-    """Run one experiment; write config.yaml, metrics.csv, assignments.csv, summary.json
-    (and figures) into output_dir. Resumes from output_dir/checkpoint.pt when present."""
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def requested_config(cfg: DictConfig) -> dict:
+    """The run's config as plain data, exactly as config.yaml stores it (a YAML round trip, so
+    an existing directory's config.yaml compares equal to the same request)."""
+    return yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True)) or {}
+
+
+def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed=None) -> dict:
+    """Run one experiment in output_dir; write config.yaml, metrics.csv, assignments.csv,
+    summary.json (and figures). Checks come before anything is written: the config's values
+    (validate.py), the directory's ownership and lock (rundir.py), the model against the data
+    and the memory the run needs (build). A directory with this config's unfinished run
+    resumes from its checkpoint; a finished one is returned as is (`already_complete`), unless
+    `overwrite=true`. `on_claimed(path)` runs once the directory is ours (the CLI writes
+    Hydra's .hydra/ files there)."""
+    validate(cfg)
     if cfg.rounds < 1:
         raise ConfigError(f"rounds={cfg.rounds} must be >= 1")
+    requested = requested_config(cfg)
+    with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
+        if owned.state == "complete":
+            return {**owned.summary, "already_complete": True}
+        return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed)
+
+
+def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed) -> dict:
     started = time.time()
     keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     if hw.torch_device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(hw.torch_device)
-    write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    if not (out / "config.yaml").exists():
+        write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
+    if on_claimed is not None:
+        on_claimed(out)
 
     alg.setup(fed)
-    N = fed.num_clients
     client_state = None   # persistent optimizer state of all clients, when the algorithm keeps it
     metrics, assignments, sizes, first_round, elapsed_before = [], [], [], 0, 0.0
     train_seconds = []   # per-round time spent in local training (the part the engines differ in)
-    fingerprint = config_fingerprint(cfg)
+    fingerprint = config_fingerprint(requested)
+    watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
     ckpt_path = out / CHECKPOINT
     if ckpt_path.exists():
         ckpt = torch.load(ckpt_path, map_location=hw.torch_device, weights_only=False)
         if ckpt["fingerprint"] != fingerprint:
             raise ConfigError(f"{ckpt_path} belongs to a different configuration; use a new hydra.run.dir "
-                              "or delete the checkpoint to start over")
+                              "or overwrite=true to start over")
         alg.load_state_dict(ckpt["algorithm"])
         client_state, metrics, assignments = ckpt["client_state"], ckpt["metrics"], ckpt["assignments"]
         sizes = ckpt["cluster_sizes"]
         first_round, elapsed_before = ckpt["next_round"], ckpt["elapsed"]
+        watch.load_state_dict(ckpt.get("divergence", {}))
 
     show = cfg.progress if progress is None else progress
     key = key_metric(fed.data.task)
     rounds = range(first_round, cfg.rounds)
+    checkpointed, done = first_round, first_round
     bar = None
     if show:
         from tqdm import tqdm
         bar = tqdm(rounds, desc=f"{cfg.algorithm.name}", unit="round", file=sys.stderr, dynamic_ncols=True,
                    initial=first_round, total=cfg.rounds)
-    for t in rounds:
-        plan = alg.plan(t, fed)
-        M = len(plan.clients)
-        clients = plan.clients.to(fed.device)
-        if alg.keep_client_state:
-            if client_state is None:
-                client_state = trainer.init_state(alg.local_models(fed))
-            opt_state = take_state(client_state, clients)
-        else:
-            opt_state = trainer.init_state(plan.start)
-        tr = fed.data.train
-        schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
-        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
-                       sample_weights=plan.sample_weights, seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
-        tick = time.perf_counter()
-        result = trainer.train(job, engine)
-        if fed.device.type == "cuda":
-            torch.cuda.synchronize(fed.device)
-        train_seconds.append(time.perf_counter() - tick)
-        bad = ~(result.finite & all_finite(result.params))
-        if bool(bad.any()):
-            k = int(plan.clients[torch.nonzero(bad)[0, 0]])
-            raise NonFiniteLossError(f"round {t}: training loss became NaN/inf at client {k} "
-                                     f"({int(bad.sum())} of {M} clients); lower train.lr or check the data")
-        if alg.keep_client_state:
-            put_state(client_state, clients, result.opt_state)
-        alg.aggregate(t, plan, result.params, fed)
-        sizes += cluster_size_rows(t, alg)
-        metrics += ari_rows(t, alg, fed.data)
+    try:
+        for t in rounds:
+            plan = alg.plan(t, fed)
+            clients = plan.clients.to(fed.device)
+            if alg.keep_client_state:
+                if client_state is None:
+                    client_state = trainer.init_state(alg.local_models(fed))
+                opt_state = take_state(client_state, clients)
+            else:
+                opt_state = trainer.init_state(plan.start)
+            tr = fed.data.train
+            schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
+            job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
+                           sample_weights=plan.sample_weights, seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
+            tick = time.perf_counter()
+            result = trainer.train(job, engine)
+            if fed.device.type == "cuda":
+                torch.cuda.synchronize(fed.device)
+            train_seconds.append(time.perf_counter() - tick)
+            try:
+                watch.check(t, plan.clients, result)
+            except NonFiniteLossError as e:
+                write_partial(out, cfg, fed, metrics, str(e), t)
+                raise
+            if alg.keep_client_state:
+                put_state(client_state, clients, result.opt_state)
+            alg.aggregate(t, plan, result.params, fed)
+            sizes += cluster_size_rows(t, alg)
+            metrics += ari_rows(t, alg, fed.data)
 
-        last = t == cfg.rounds - 1
-        if last or (t + 1) % cfg.eval_every == 0:
-            rows = evaluate(t, alg, fed, batched=engine == "batched", on_train=cfg.eval_local_train)
-            metrics += rows
-            assignments += assignment_rows(t, alg)
+            last = t == cfg.rounds - 1
+            if last or (t + 1) % cfg.eval_every == 0:
+                rows = evaluate(t, alg, fed, batched=engine == "batched", on_train=cfg.eval_local_train)
+                metrics += rows
+                assignments += assignment_rows(t, alg)
+                if bar is not None:
+                    local = [r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test" and r["metric"] == key]
+                    bar.set_postfix({f"local_test_{key}": f"{np.mean(local):.4g}"})
             if bar is not None:
-                local = [r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test" and r["metric"] == key]
-                bar.set_postfix({f"local_test_{key}": f"{np.mean(local):.4g}"})
+                bar.update(1)
+            done = t + 1
+            if cfg.checkpoint_every and ((t + 1) % cfg.checkpoint_every == 0) and not last:
+                save_torch(ckpt_path, {"fingerprint": fingerprint, "next_round": t + 1, "algorithm": alg.state_dict(),
+                                       "client_state": client_state, "metrics": metrics, "assignments": assignments,
+                                       "cluster_sizes": sizes, "divergence": watch.state_dict(),
+                                       "elapsed": elapsed_before + time.time() - started})
+                write_csv(out / "metrics.csv", pd.DataFrame(metrics))
+                checkpointed = t + 1
+    except KeyboardInterrupt:
+        raise RunInterrupted(out, done, cfg.rounds, checkpointed) from None
+    finally:
         if bar is not None:
-            bar.update(1)
-        if cfg.checkpoint_every and ((t + 1) % cfg.checkpoint_every == 0) and not last:
-            save_torch(ckpt_path, {"fingerprint": fingerprint, "next_round": t + 1, "algorithm": alg.state_dict(),
-                                   "client_state": client_state, "metrics": metrics, "assignments": assignments,
-                                   "cluster_sizes": sizes,
-                                   "elapsed": elapsed_before + time.time() - started})
-            write_csv(out / "metrics.csv", pd.DataFrame(metrics))
-    if bar is not None:
-        bar.close()
+            bar.close()
 
     frame = pd.DataFrame(metrics)
     write_csv(out / "metrics.csv", frame)
@@ -234,7 +298,6 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
         summary["cluster_sizes"] = final_sizes
         summary["nonempty_clusters"] = int(sum(s > 0 for s in final_sizes))
         summary["largest_cluster_share"] = max(final_sizes) / max(sum(final_sizes), 1)
-    write_json(out / "summary.json", summary)
     split_log = getattr(alg, "split_log", None)   # CFL: update norms per cluster and round, to calibrate eps1/eps2
     if split_log:
         write_csv(out / "cfl_splits.csv", pd.DataFrame(split_log))
@@ -249,9 +312,25 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None) -> dict:
             truth = fed.data.cluster_truth
             write_loss_heatmap(out / "loss_heatmap.png", L, None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
+    write_json(out / "summary.json", summary)   # last: its presence marks the run finished
     if ckpt_path.exists():
         ckpt_path.unlink()
     return summary
+
+
+def write_partial(out: Path, cfg, fed, metrics, error: str, t: int) -> None:
+    """A diverged run's rows so far, and a summary marked `status: diverged` (never a finished
+    result: fedcluster-report lists it as skipped)."""
+    if metrics:
+        write_csv(out / "metrics.csv", pd.DataFrame(metrics))
+    write_json(out / "summary.json", {
+        "status": "diverged", "error": error, "diverged_in_round": t,
+        "algorithm": cfg.algorithm.name, "dataset": cfg.dataset.name, "partition": cfg.partition.name,
+        "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "num_clients": fed.num_clients,
+        "versions": {"fedcluster": __version__, "torch": torch.__version__}})
+    ckpt = out / CHECKPOINT
+    if ckpt.exists():
+        ckpt.unlink()
 
 
 def mean_over_clients(rows: pd.DataFrame) -> dict:
@@ -268,7 +347,7 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
         "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "task": data.task,
         "table": cfg.get("table"), "key_metric": key, "distributions": data.distribution_names,
         "num_clients": data.num_clients, "engine": engine, "device": hw.describe(), "dtype": hw.dtype,
-        "wall_time_s": round(wall, 3),
+        "status": "complete", "wall_time_s": round(wall, 3),
         "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
                       for g in ("dataset", "partition", "model", "algorithm", "train")},
                    "num_clusters": cfg.get("num_clusters"), "warmup_rounds": cfg.get("warmup_rounds")},

@@ -114,7 +114,7 @@ def build_federated_data(source, plan: PartitionPlan, seed: int) -> FederatedDat
                          source_test, plan.mixture)
 
 
-def build_label_federated_data(source, partition, seed: int) -> FederatedData:
+def build_label_federated_data(source, partition, seed: int, fits=None) -> FederatedData:
     """Split one labelled pool over clients by class (a label partition): each client's
     training samples come from the source's training pool and its held-out local test
     samples from the source's test pool, with the same class shares."""
@@ -125,7 +125,14 @@ def build_label_federated_data(source, partition, seed: int) -> FederatedData:
                           "Use dataset.distributions='[{rotation: 0}]'")
     tx, ty = source.pool("train")
     vx, vy = source.pool("test")
+    need = partition.num_clients * getattr(partition, "min_samples", 1)
+    if need > len(ty):
+        raise ConfigError(f"partition.num_clients={partition.num_clients} clients x at least "
+                          f"{getattr(partition, 'min_samples', 1)} samples each need {need:,} training samples; "
+                          f"the pool has {len(ty):,}")
     split = partition.split(ty, vy, source.num_classes, generator(seed, "partition"))
+    if fits is not None:
+        fits(len(split.train), max(len(i) for i in split.train), max(len(i) for i in split.test))
 
     def client(x, y, i, idx):
         xi, yi = x[idx], y[idx]

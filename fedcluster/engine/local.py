@@ -59,6 +59,38 @@ class LocalResult:
     opt_state: dict
     last_loss: torch.Tensor         # [M] data loss of the last batch each row trained on
     finite: torch.Tensor            # [M] False if any step of that row saw a NaN/inf loss
+    first_loss: Optional[torch.Tensor] = None   # [M] data loss of each row's first batch (its starting model)
+
+
+class RowLosses:
+    """Each row's first and last batch loss and whether all its losses were finite, kept on
+    the device (read once per round). The first loss is the starting model's: the runner's
+    divergence check compares later losses with it."""
+
+    def __init__(self, M: int, device, dtype=torch.float32):
+        self.first = torch.zeros(M, device=device, dtype=dtype)
+        self.last = torch.zeros(M, device=device, dtype=dtype)
+        self.seen = torch.zeros(M, dtype=torch.bool, device=device)
+        self.finite = torch.ones(M, dtype=torch.bool, device=device)
+
+    def record(self, rows: torch.Tensor, loss: torch.Tensor) -> None:
+        """Rows `rows` (indices) trained one step with data losses `loss`."""
+        loss = loss.detach().to(self.last.dtype)
+        self.first[rows] = torch.where(self.seen[rows], self.first[rows], loss)
+        self.seen[rows] = True
+        self.last[rows] = loss
+        self.finite[rows] &= torch.isfinite(loss)
+
+    def record_masked(self, active: torch.Tensor, loss: torch.Tensor) -> None:
+        """All rows computed a step; only the `active` ones (bool [M]) had samples."""
+        loss = loss.detach().to(self.last.dtype)
+        self.first = torch.where(active & ~self.seen, loss, self.first)
+        self.seen |= active
+        self.last = torch.where(active, loss, self.last)
+        self.finite &= torch.isfinite(loss) | ~active
+
+    def result(self, params, state) -> "LocalResult":
+        return LocalResult(params, state, self.last, self.finite, self.first)
 
 
 def epoch_orders(n: torch.Tensor, epochs: int, width: int, g: torch.Generator) -> torch.Tensor:
@@ -193,8 +225,7 @@ class LocalTrainer:
         params, state = own_rows(job.start, job.opt_state)
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
         self._augment_on(job.schedule, device)
-        last = torch.zeros(M, device=device)
-        finite = torch.ones(M, dtype=torch.bool, device=device)
+        log = RowLosses(M, device)
         counts = job.schedule.valid.sum(2)                      # [M, steps] host schedule data: no sync
         all_rows = torch.arange(M, device=device)
         for s in range(index.shape[1]):
@@ -216,14 +247,12 @@ class LocalTrainer:
                                      weight)
             if few:
                 step_rows(self.optimizer, params, g, state, sub, all_rows=False)
-                last[sub] = data_loss.detach()
-                finite[sub] &= torch.isfinite(data_loss)
+                log.record(sub, data_loss)
             else:
                 active = valid.any(1)
                 step_rows(self.optimizer, params, g, state, sub, all_rows=True, active=active)
-                last = torch.where(active, data_loss.detach(), last)
-                finite &= torch.isfinite(data_loss) | ~active
-        return LocalResult(params, state, last, finite)
+                log.record_masked(active, data_loss)
+        return log.result(params, state)
 
     # -- looped: a Python loop over the rows, one autograd pass per thread's group of rows ----
     def train_looped(self, job: LocalJob) -> LocalResult:
@@ -245,8 +274,7 @@ class LocalTrainer:
         self._augment_on(job.schedule, device)
         counts = job.schedule.valid.sum(2)             # [M, steps] host schedule data, read without a sync
         clients = job.rows.tolist()
-        last = torch.zeros(M, device=device, dtype=job.x.dtype)
-        finite = torch.ones(M, dtype=torch.bool, device=device)
+        log = RowLosses(M, device, job.x.dtype)
 
         def group(step, rows_g):
             """Forward and backward of rows `rows_g` at `step`: (their gradients, their data losses)."""
@@ -274,11 +302,9 @@ class LocalTrainer:
                 done = workers.map(lambda rows_g: group(step, rows_g), parts)
                 rows = torch.cat([take for take, _, _ in done])          # = active_rows, in order
                 grads = {k: torch.cat([g_rows[i] for _, g_rows, _ in done]) for i, k in enumerate(names)}
-                step_loss = torch.cat([loss for _, _, loss in done])
-                last[rows] = step_loss
-                finite[rows] &= torch.isfinite(step_loss)
+                log.record(rows, torch.cat([loss for _, _, loss in done]))
                 step_rows(self.optimizer, params, grads, state, rows, all_rows=len(active_rows) == M)
-        return LocalResult(params, state, last, finite)
+        return log.result(params, state)
 
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------
     def train_sequential(self, job: LocalJob) -> LocalResult:
@@ -288,8 +314,7 @@ class LocalTrainer:
         state = take_state(job.opt_state, slice(None))
         device = job.x.device
         M = len(job.rows)
-        last = torch.zeros(M, device=device)
-        finite = torch.ones(M, dtype=torch.bool, device=device)
+        log = RowLosses(M, device)
         one = torch.ones(1, dtype=torch.bool, device=device)
         for m in range(M):
             client = int(job.rows[m])
@@ -309,12 +334,11 @@ class LocalTrainer:
                     g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset,
                                                weight, b)
                     p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
-                    last[m] = data_loss.detach()
-                    finite[m] &= torch.isfinite(data_loss)
+                    log.record(torch.tensor([m], device=device), data_loss.reshape(1))
             for k in params:
                 params[k][m] = p[k][0]
             put_state(state, slice(m, m + 1), s)
-        return LocalResult({**params, **buffers}, state, last, finite)
+        return log.result({**params, **buffers}, state)
 
     def train(self, job: LocalJob, engine: str) -> LocalResult:
         if engine == "batched":
