@@ -1,7 +1,7 @@
 """Per-round evaluation: cluster models on each distribution's held-out test set, local
 models on each client's held-out local test split and (labelled separately) on its training
 split, and the clustering's agreement with the ground truth."""
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import torch
@@ -53,14 +53,27 @@ def ari_rows(t: int, alg: Algorithm, data) -> List[dict]:
              "metric": "ari", "value": ari(truth.cpu().numpy(), assigned)}]
 
 
-def convergence(ari_by_round: List[float], by_round: int = 10, threshold: float = 0.9) -> dict:
+def ari_by_true_round(ari_frame, rounds: int) -> List[Optional[float]]:
+    """[rounds] the ARI after each round, position t = metrics round t (1-based round t+1);
+    None where the method had no clustering yet (warm-up rounds of the CAM methods), so
+    positions are always true rounds."""
+    out: List[Optional[float]] = [None] * rounds
+    for t, v in zip(ari_frame["round"], ari_frame["value"]):
+        out[int(t)] = round(float(v), 6)
+    return out
+
+
+def convergence(ari_by_round: List[Optional[float]], by_round: int = 10, threshold: float = 0.9) -> dict:
     """CLoVE Table 4: the share of the final ARI reached by round `by_round` (ARI there /
-    final ARI, in %), and the first round (1-based) whose ARI is >= threshold (None: never)."""
+    final ARI, in %), and the first round (1-based) whose ARI is >= threshold (None: never).
+    `ari_by_round` is indexed by true round (`ari_by_true_round`); a round without a
+    clustering (None) has reached nothing."""
     final = ari_by_round[-1]
     out = {f"ari_pct_of_final_by_round{by_round}": None, f"first_round_ari_ge_{threshold}": None}
-    if len(ari_by_round) >= by_round and final > 0:
-        out[f"ari_pct_of_final_by_round{by_round}"] = 100.0 * ari_by_round[by_round - 1] / final
-    hits = [t + 1 for t, v in enumerate(ari_by_round) if v >= threshold]
+    if final is not None and len(ari_by_round) >= by_round and final > 0:
+        at = ari_by_round[by_round - 1]
+        out[f"ari_pct_of_final_by_round{by_round}"] = 0.0 if at is None else 100.0 * at / final
+    hits = [t + 1 for t, v in enumerate(ari_by_round) if v is not None and v >= threshold]
     if hits:
         out[f"first_round_ari_ge_{threshold}"] = hits[0]
     return out
@@ -70,7 +83,8 @@ def cluster_size_rows(t: int, alg: Algorithm) -> List[dict]:
     sizes = alg.cluster_sizes()
     if sizes is None:
         return []
-    return [{"round": t, "cluster": j, "size": int(s)} for j, s in enumerate(sizes.tolist())]
+    return [{"round": t, "cluster": j, "size": int(s) if float(s).is_integer() else round(float(s), 6)}
+            for j, s in enumerate(sizes.tolist())]
 
 
 def assignment_rows(t: int, alg: Algorithm) -> List[dict]:

@@ -25,7 +25,8 @@ from .engine.local import LocalJob, LocalTrainer
 from .engine.optim import build_optimizer, put_state, take_state
 from .divergence import DivergenceWatch
 from .errors import ConfigError, NonFiniteLossError, RunInterrupted
-from .evaluation import ari_rows, assignment_rows, cluster_size_rows, convergence, evaluate, matching_costs
+from .evaluation import (ari_by_true_round, ari_rows, assignment_rows, cluster_size_rows, convergence, evaluate,
+                         matching_costs)
 from .io import save_torch, write_csv, write_json, write_text
 from .metrics import hungarian_match, key_metric
 from .rng import derived_seed, generator
@@ -367,12 +368,15 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
             for m, g in centers.groupby("metric")}
         cost = matching_costs(frame, final, data.task, data.distribution_names)
         match = hungarian_match(cost)
+        # matched_center: a one-to-one pairing (Hungarian on test loss); best_center: each
+        # distribution's lowest-loss center (two distributions may share one).
         summary["matched_center"] = {d: int(match[i]) for i, d in enumerate(data.distribution_names)}
+        summary["best_center"] = {d: int(np.argmin(cost[:, i])) for i, d in enumerate(data.distribution_names)}
     ari_frame = frame[frame["metric"] == "ari"].sort_values("round") if len(frame) else frame
     if len(ari_frame):
         summary["ari"] = float(ari_frame["value"].iloc[-1])
-        summary["ari_by_round"] = [round(float(v), 6) for v in ari_frame["value"]]
-        summary.update(convergence(ari_frame["value"].tolist()))
+        summary["ari_by_round"] = ari_by_true_round(ari_frame, int(cfg.rounds))
+        summary.update(convergence(summary["ari_by_round"]))
     if len(assign) and len(centers):
         summary["importance_error"] = importance_error(assign, final, data, summary["matched_center"])
     return summary

@@ -155,11 +155,15 @@ class Algorithm:
         return None
 
     def cluster_sizes(self) -> Optional[torch.Tensor]:
-        """[K] clients per cluster (by largest weight), for the clustering-collapse plots."""
+        """[K] clients per cluster by largest weight, for the clustering-collapse plots. A client
+        whose largest weight is shared by several clusters (soft weights of a client with few
+        samples, FedSoft) counts 1/ties in each, instead of wholly in the first (argmax's pick,
+        which inflated cluster 0); one-hot assignments give whole counts as before."""
         w = self.assignment_weights()
         if w is None:
             return None
-        return torch.bincount(w.argmax(1), minlength=w.shape[1])
+        top = (w == w.max(1, keepdim=True).values).to(torch.float64)
+        return (top / top.sum(1, keepdim=True)).sum(0)
 
     def state_dict(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, (torch.Tensor, dict)) and not k.startswith("_")}
