@@ -67,18 +67,19 @@ class Claim:
 
 
 def _check_place(path: Path) -> None:
-    """A one-line error if `path` cannot be a run directory (a file; an unwritable parent)."""
+    """Create `path` (parents too) or fail with one line saying why: an existing file, a
+    read-only file system, no permission. Creating an empty directory is all this writes."""
     if path.exists() and not path.is_dir():
         raise RunDirectoryError(f"output directory {path} is an existing file, not a directory; "
                                 "choose another hydra.run.dir")
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise RunDirectoryError(f"output directory {path} cannot be created: {probe} is a file")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise RunDirectoryError(f"output directory {path} is not writable ({probe}: permission denied or "
-                                "read-only file system); choose another hydra.run.dir")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunDirectoryError(f"output directory {path} cannot be created ({e.strerror or e}); "
+                                "choose another hydra.run.dir") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RunDirectoryError(f"output directory {path} is not writable (permission denied or read-only "
+                                "file system); choose another hydra.run.dir")
 
 
 def check_place(path) -> None:
@@ -166,9 +167,8 @@ def claim(path, requested: dict, overwrite: bool = False, checkpoint_fingerprint
     `checkpoint_fingerprint(path) -> Optional[str]` reads an existing checkpoint's fingerprint
     (for directories whose config.yaml is missing); compared with `fingerprint(requested)`."""
     path = Path(path)
-    _check_place(path)
     existed = path.exists()
-    path.mkdir(parents=True, exist_ok=True)
+    _check_place(path)
     try:
         with locked(path):
             yield _inspect(path, requested, overwrite)
