@@ -197,12 +197,11 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     if hw.torch_device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(hw.torch_device)
+    alg.setup(fed)   # its checks (e.g. selection_size vs clients) also come before anything is written
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
     if on_claimed is not None:
         on_claimed(out)
-
-    alg.setup(fed)
     client_state = None   # persistent optimizer state of all clients, when the algorithm keeps it
     metrics, assignments, sizes, first_round, elapsed_before = [], [], [], 0, 0.0
     train_seconds = []   # per-round time spent in local training (the part the engines differ in)
