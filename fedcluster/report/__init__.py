@@ -114,12 +114,15 @@ def _csv_frame(section: Section, which: int) -> Optional[pd.DataFrame]:
 
 def _line_label(cell: Cell, keys: List[str]) -> str:
     """A figure line's label: the cell's values of the laid-out keys other than data set and
-    partition (the panel says those), e.g. 'clove, init=identical'."""
+    partition (the panel says those), e.g. 'clove, init=identical, train.lr=0.01'. Every key is
+    named in full (algorithm options without 'algorithm.'), so two configurations never share
+    a label and so a line."""
     parts = []
     for k in keys:
         if k in ("dataset.name", "partition.name"):
             continue
-        parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{k.rsplit('.', 1)[-1]}={show(cell.value(k))}")
+        name = k[len("algorithm."):] if k.startswith("algorithm.") else k
+        parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{name}={show(cell.value(k))}")
     return ", ".join(parts) or show(cell.value("algorithm.name"))
 
 
@@ -268,7 +271,11 @@ def main(argv=None) -> None:
         report = make_report(root, args.format)
     except ReportError as e:
         p.exit(2, f"fedcluster-report: {e}\n")
-    print(report.text)
+    try:
+        print(report.text, flush=True)
+    except BrokenPipeError:   # `fedcluster-report DIR | head`: the reader has gone; not an error
+        sys.stderr.close()
+        sys.exit(0)
     warning = report.warning(root)
     if warning:
         print(warning, file=sys.stderr)

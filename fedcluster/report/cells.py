@@ -10,6 +10,18 @@ import pandas as pd
 DASH = "–"
 
 
+def significant(x: float, digits: int) -> str:
+    """x to `digits` significant digits, in plain notation for everyday magnitudes (150, not
+    1.5e+02) and in exponent notation only for very small or large ones."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    rounded = float(f"{x:.{digits - 1}e}")
+    magnitude = math.floor(math.log10(abs(rounded)))
+    if -4 <= magnitude < 6:
+        return f"{rounded:.{max(digits - 1 - magnitude, 0)}f}"
+    return f"{rounded:.{digits - 1}e}"
+
+
 @dataclass(frozen=True)
 class Stat:
     """Values of one metric over a cell's seeds. std is the sample standard deviation
@@ -53,9 +65,11 @@ class Stat:
         return float(np.std(self.values, ddof=1)) if self.n > 1 else float("nan")
 
     def _num(self, x: float, for_std: bool = False) -> str:
+        if for_std and abs(x) <= 1e-9 * max(abs(self.mean), 1e-300):
+            x = 0.0   # identical values over seeds: float noise, not a spread
         if self.style == "pct":
             return f"{x:.1f}"
-        return f"{x:.2g}" if for_std else f"{x:.3g}"
+        return significant(x, 2 if for_std else 3)
 
     def text(self) -> str:
         """'mean ± std'; a single value alone; '–' when there is none; the note after it

@@ -5,6 +5,7 @@ different configurations.
 
 Centers are relabelled per run with the Hungarian matching on test loss (`matched_center`),
 so column c(theta_j) is the center that serves distribution j; raw indices stay in summary.json."""
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -422,11 +423,17 @@ def _k_number(label) -> Optional[int]:
         return None
 
 
+def _natural(text: str) -> tuple:
+    """Sort key that orders '(x=5)' before '(x=10)'."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
+
+
 def _cam_row_order(key):
+    """Rows as in the paper: K = 1 methods, then each K's block in the paper's method order."""
     label, method = key
     k = _k_number(label)
     return (0 if method in K_FREE else 1, k if k is not None else float("inf"),
-            CAM_METHODS.index(method) if method in CAM_METHODS else 99, str(method), str(label))
+            CAM_METHODS.index(method) if method in CAM_METHODS else 99, str(method), _natural(str(label)))
 
 
 def table_cam(cells, ctx) -> Table:
