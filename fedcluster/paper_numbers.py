@@ -5,6 +5,9 @@ centers to distributions with the Hungarian method before showing them.
 FedSoft: Ruan & Joe-Wong, AAAI 2022 (../shared/papers/fedsoft-aaai2022.txt). Its synthetic
 experiments state sigma0 = 10, but the authors' code (datawrappers/lr.py) draws theta with
 variance 10 (sigma0 = sqrt(10)); its local-model numbers (w-bar) are on training data."""
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
 
 FEDSOFT_TABLE1_SYNTHETIC_MSE = {   # Table 1, synthetic: MSE of c_0, c_1 on theta_0, theta_1
     "mix_10_90": [[68.4, 29.5], [21.8, 58.6]],
@@ -202,3 +205,51 @@ FEDSOFT_TABLE5_LAMBDA = {
     0.1: {"centers": [[71.8, 71.7], [73.9, 74.1]], "local_train": 86.5},
     1.0: {"centers": [[55.1, 55.2], [58.7, 58.6]], "local_train": 63.6},
 }
+
+
+# -- Protocols: the setting each paper table was measured in. The report puts a paper column
+# beside ours as "paper" only where our runs match every key given here; otherwise the header
+# says "paper (different protocol: rounds 100 vs ours 20)". None: the paper does not say.
+@dataclass(frozen=True)
+class Protocol:
+    """A paper table's protocol keys. samples_per_client: training samples per client (an int,
+    or (low, high) for sizes drawn uniformly from that range); training_pool "full": the whole
+    training set is split among the clients (no fixed size per client); dataset: our
+    dataset.name for the paper's data (only where the table's paper column is one data set)."""
+    rounds: Optional[int] = None
+    num_clients: Optional[int] = None
+    samples_per_client: Optional[Union[int, Tuple[int, int]]] = None
+    training_pool: Optional[str] = None
+    dataset: Optional[str] = None
+
+
+# FedSoft §5 ("we use N=100 clients, and the number of samples in each client n_k is chosen
+# uniformly at random from 100 to 200"); App. C: synthetic training "lasts for 50 global epochs",
+# letters "for 200 global epochs". Tables 1, 3 and 6 are synthetic; Tables 2 and 5 EMNIST letters.
+FEDSOFT_SYNTHETIC_PROTOCOL = Protocol(rounds=50, num_clients=100, samples_per_client=(100, 200), dataset="synthetic")
+FEDSOFT_LETTERS_PROTOCOL = Protocol(rounds=200, num_clients=100, samples_per_client=(100, 200), dataset="emnist")
+# Fed-CAM §5: "Each dataset is split among 200 clients"; "100 global communication rounds,
+# including 30 warm-up rounds if applicable" (the whole training set, no per-client size).
+FEDCAM_PROTOCOL = Protocol(rounds=100, num_clients=200, training_pool="full")
+# CLoVE §5 Training Settings: T = 100 rounds. Results: "the number of clients between 20 and
+# 100 ... In most cases, the training data size per client is set to 500" (clients per table
+# not given). App. C.1.2 (Tables 7-9, label skews 3 and 4): 5 clusters of 5 clients, 500
+# samples each. Table 5 (unsupervised) gives neither clients nor sizes.
+CLOVE_IMAGES_PROTOCOL = Protocol(rounds=100, samples_per_client=500)
+CLOVE_LABEL_SKEWS_PROTOCOL = Protocol(rounds=100, num_clients=25, samples_per_client=500)
+CLOVE_UNSUPERVISED_PROTOCOL = Protocol(rounds=100)
+
+PROTOCOLS = {   # the report's table name -> the protocol of the paper numbers it shows
+    "fedsoft_table1_synthetic": FEDSOFT_SYNTHETIC_PROTOCOL,
+    "fedsoft_table3_synthetic": FEDSOFT_SYNTHETIC_PROTOCOL,
+    "fedsoft_table6_sigma0": FEDSOFT_SYNTHETIC_PROTOCOL,
+    "fedsoft_table2": FEDSOFT_LETTERS_PROTOCOL,
+    "fedsoft_table5": FEDSOFT_LETTERS_PROTOCOL,
+    "cam_table1": FEDCAM_PROTOCOL,
+    "cam_table2": FEDCAM_PROTOCOL,
+    "clove_images": CLOVE_IMAGES_PROTOCOL,
+    "clove_label_skews": CLOVE_LABEL_SKEWS_PROTOCOL,
+    "clove_unsupervised": CLOVE_UNSUPERVISED_PROTOCOL,
+}
+# The CLoVE accuracy/ARI table shows every mixing; label skews 3 and 4 come from App. C.1.2.
+CLOVE_PROTOCOL_BY_MIXING = {"label_skew3": CLOVE_LABEL_SKEWS_PROTOCOL, "label_skew4": CLOVE_LABEL_SKEWS_PROTOCOL}

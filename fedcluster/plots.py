@@ -118,18 +118,36 @@ def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = 
 
 
 def write_ari_over_rounds(path: Path, panels) -> None:
-    """panels: [(title, {label: [ARI per round] or [[...] per seed]})]; one line per label (mean over seeds)."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2), squeeze=False, sharey=True)
-    for ax, (title, curves) in zip(axes[0], panels):
+    """CLoVE Figure 2 style: panels = [(title, {label: [ARI per round] or [[...] per seed]})].
+    Index t-1 of a curve is round t (1-based); None marks a round without a clustering (e.g.
+    warm-up), which is left out rather than drawn as 0. One line per label: the mean over the
+    seeds that have a value in that round. Up to four panels per row."""
+    cols = min(len(panels), 4)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, sharey=True)
+    from matplotlib.ticker import MaxNLocator
+    for ax, (title, curves) in zip(axes.flat, panels):
+        longest = 1
         for label, seeds in sorted(curves.items()):
-            length = min(len(c) for c in seeds)
-            mean = np.mean([c[:length] for c in seeds], axis=0)
-            ax.plot(np.arange(1, length + 1), mean, label=label)
+            if seeds and not isinstance(seeds[0], (list, tuple)):
+                seeds = [seeds]
+            length = max(len(c) for c in seeds)
+            grid = np.full((len(seeds), length), np.nan)
+            for i, c in enumerate(seeds):
+                grid[i, :len(c)] = [np.nan if v is None else float(v) for v in c]
+            have = ~np.isnan(grid)
+            mean = np.where(have.any(axis=0), np.nansum(grid, axis=0) / np.maximum(have.sum(axis=0), 1), np.nan)
+            longest = max(longest, length)
+            ax.plot(np.arange(1, length + 1), mean, label=label, marker="." if length <= 30 else None)
+        ax.set_xlim(0.5, longest + 0.5)   # from round 1, so rounds without a clustering show as a gap
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("round")
+        ax.set_xlabel("round (1-based)")
+        ax.set_ylabel("ARI vs true clusters")
         ax.set_ylim(-0.05, 1.05)
-    axes[0][0].set_ylabel("ARI")
-    axes[0][-1].legend(fontsize=7)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -51,7 +51,10 @@ def test_all_eight_methods_and_the_report_on_fake_fmnist(tmp_path):
     assert "Fed-CAM Table 1" in text and "fashion_mnist/cluster_nclass acc paper" in text
     table = pd.read_csv(sweep / "report_cam_table1.csv")
     assert table["method"].tolist() == methods
-    assert table.loc[table["method"] == "ifca_cam", "fashion_mnist/cluster_nclass acc paper"].item() == 95.38
+    # tiny runs: the paper column is labelled with how its protocol differs from ours
+    paper = next(c for c in table.columns if c.startswith("fashion_mnist/cluster_nclass acc paper"))
+    assert "different protocol: rounds 100 vs ours 3" in paper
+    assert table.loc[table["method"] == "ifca_cam", paper].item() == 95.38
     clusters = pd.read_csv(sweep / "report_cam_table1_clusters.csv")
     assert set(clusters["method"]) == {"ifca", "ifca_cam", "fesem", "fesem_cam"}
 

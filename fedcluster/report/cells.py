@@ -1,0 +1,165 @@
+"""Table cells and output formats: a statistic over seeds (`Stat`) is one cell in a table
+but prints as "mean ± std" in markdown and LaTeX and as three numeric columns in CSV."""
+import math
+from dataclasses import dataclass
+from typing import Iterable, List, Tuple
+
+import numpy as np
+import pandas as pd
+
+DASH = "–"
+
+
+def significant(x: float, digits: int) -> str:
+    """x to `digits` significant digits, in plain notation for everyday magnitudes (150, not
+    1.5e+02) and in exponent notation only for very small or large ones."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    rounded = float(f"{x:.{digits - 1}e}")
+    magnitude = math.floor(math.log10(abs(rounded)))
+    if -4 <= magnitude < 6:
+        return f"{rounded:.{max(digits - 1 - magnitude, 0)}f}"
+    return f"{rounded:.{digits - 1}e}"
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Values of one metric over a cell's seeds. std is the sample standard deviation
+    (ddof=1): the seeds are a sample of the runs one could make, and the population formula
+    understates the spread of three seeds by a fifth. `style`: "g" (3 significant digits,
+    2 for the std) or "pct" (one decimal, values already in percent)."""
+    values: Tuple[float, ...]
+    style: str = "g"
+    note: str = ""   # shown after the numbers (e.g. a center index, "1 never"); CSV: `<col> note`
+
+    @classmethod
+    def of(cls, values: Iterable, scale: float = 1.0, style: str = "g", note: str = "") -> "Stat":
+        """Keep the finite values (a missing metric or a None round is no value), scaled."""
+        kept = []
+        for v in values:
+            if v is None or isinstance(v, bool):
+                continue
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(f):
+                kept.append(f * scale)
+        return cls(tuple(kept), style, note)
+
+    @classmethod
+    def pct(cls, values: Iterable, note: str = "") -> "Stat":
+        """Fractions shown in percent with one decimal."""
+        return cls.of(values, 100.0, "pct", note)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values)) if self.values else float("nan")
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.values, ddof=1)) if self.n > 1 else float("nan")
+
+    def _num(self, x: float, for_std: bool = False) -> str:
+        if for_std and abs(x) <= 1e-9 * max(abs(self.mean), 1e-300):
+            x = 0.0   # identical values over seeds: float noise, not a spread
+        if self.style == "pct":
+            return f"{x:.1f}"
+        return significant(x, 2 if for_std else 3)
+
+    def text(self) -> str:
+        """'mean ± std'; a single value alone; '–' when there is none; the note after it
+        in parentheses (alone when there is no value)."""
+        if self.n == 0:
+            return self.note or DASH
+        text = self._num(self.mean) if self.n == 1 else f"{self._num(self.mean)} ± {self._num(self.std, True)}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def cell_text(value) -> str:
+    """Any table cell as text (markdown and LaTeX)."""
+    if isinstance(value, Stat):
+        return value.text()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-style pipe table (pipes inside cells escaped)."""
+    def esc(v):
+        return cell_text(v).replace("|", "\\|").replace("\n", " ")
+    cols = [esc(c) for c in frame.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+          "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+          "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+          "±": r"$\pm$", "–": "--", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "§": r"\S{}",
+          "×": r"$\times$", "θ": r"$\theta$", "λ": r"$\lambda$", "σ": r"$\sigma$", "°": r"$^\circ$"}
+
+
+def latex_escape(text) -> str:
+    """Text safe inside a LaTeX document: special characters escaped one character at a time
+    (so an escape is never escaped again), ± and a few symbols as math."""
+    return "".join(_LATEX.get(ch, ch) for ch in str(text))
+
+
+def to_latex(frame: pd.DataFrame) -> str:
+    """A LaTeX tabular (no table float, so it can be \\input anywhere)."""
+    cols = list(frame.columns)
+    spec = "l" * max(len(cols), 1)
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\hline",
+             " & ".join(latex_escape(c) for c in cols) + r" \\", "\\hline"]
+    for row in frame.itertuples(index=False):
+        lines.append(" & ".join(latex_escape(cell_text(v)) for v in row) + r" \\")
+    lines += ["\\hline", "\\end{tabular}"]
+    return "\n".join(lines)
+
+
+def to_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame for CSV: every column holding Stat cells becomes `<col> mean`, `<col> std`
+    and `<col> n` numeric columns (std empty for one seed, all three empty for no value), and
+    `<col> note` where a cell carries a note, so the CSV reads back as numbers; other columns
+    are kept as they are."""
+    out = {}
+    for col in frame.columns:
+        values = list(frame[col])
+        if any(isinstance(v, Stat) for v in values):
+            means, stds, ns = [], [], []
+            for v in values:
+                if isinstance(v, Stat):
+                    means.append(v.mean)
+                    stds.append(v.std)
+                    ns.append(v.n if v.n else None)
+                else:   # a row without this statistic (blank in the markdown), or a plain number or note
+                    blank = v is None or v == "" or v == DASH or (isinstance(v, float) and math.isnan(v))
+                    means.append(float("nan") if blank else v)
+                    stds.append(float("nan"))
+                    ns.append(None)
+            out[f"{col} mean"] = means
+            out[f"{col} std"] = stds
+            out[f"{col} n"] = pd.array(ns, dtype="Int64")
+            notes = [v.note if isinstance(v, Stat) else "" for v in values]
+            if any(notes):
+                out[f"{col} note"] = notes
+        else:
+            out[col] = values
+    return pd.DataFrame(out)
+
+
+def join_notes(notes: List[str]) -> str:
+    """Notes as one paragraph of sentences."""
+    return " ".join(n.strip() for n in notes if n and n.strip())
