@@ -149,7 +149,7 @@ def write_ari_over_rounds(path: Path, panels) -> None:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(path, fig, dpi=110)
     plt.close(fig)
 
 
