@@ -165,7 +165,7 @@ echo "== report"
 grid="$work/grid"
 "$FC" -m "${BASE[@]}" algorithm=fedavg train.lr=0.01,0.001 seed=0,1,2 "hydra.sweep.dir=$grid" >/dev/null 2>&1
 out=$("$REPORT" "$grid" 2>&1); rc=$?
-rows=$(printf '%s\n' "$out" | grep -c '^| .*fedavg')
+rows=$(printf '%s\n' "$out" | grep -cE '^\| 0\.(01|001) \| 3 \|')   # train.lr | seeds=3 | ...
 [ $rc -eq 0 ] && [ "$rows" -eq 2 ] && [[ "$out" == *"train.lr"* ]] \
   && ok "report: 2 learning rates x 3 seeds -> 2 rows, train.lr named as varying" || bad "report grouping" "rc=$rc rows=$rows"
 cut=$(find "$grid" -path '*seed=0*' -name summary.json | head -1)
