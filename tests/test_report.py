@@ -310,3 +310,10 @@ def test_cam_keeps_one_k_free_run_per_seed(tmp_path):
     assert frame[["K", "method"]].astype(str).values.tolist() == [["1", "fedavg"], ["5", "ifca"], ["10", "ifca"]]
     assert frame["fashion_mnist/dirichlet seeds"].tolist() == [1, 1, 1]
     assert "1 identical-apart-from-K runs left out" in text
+
+
+def test_a_cell_with_missing_seeds_says_how_many_it_holds():
+    from fedcluster.report.cells import Stat
+    assert Stat.of([1.0, None, 3.0]).text() == "2.00 ± 1.4 (n=2 of 3)"
+    assert Stat.of([1.0, 2.0, 3.0]).text() == "2.00 ± 1.0"
+    assert Stat.of([float("nan"), 5.0]).text() == "5.00 (n=1 of 2)"

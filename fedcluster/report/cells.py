@@ -31,12 +31,14 @@ class Stat:
     values: Tuple[float, ...]
     style: str = "g"
     note: str = ""   # shown after the numbers (e.g. a center index, "1 never"); CSV: `<col> note`
+    offered: int = -1   # how many seeds were asked for (-1: as many as there are values)
 
     @classmethod
     def of(cls, values: Iterable, scale: float = 1.0, style: str = "g", note: str = "") -> "Stat":
         """Keep the finite values (a missing metric or a None round is no value), scaled."""
-        kept = []
+        kept, offered = [], 0
         for v in values:
+            offered += 1
             if v is None or isinstance(v, bool):
                 continue
             try:
@@ -45,7 +47,7 @@ class Stat:
                 continue
             if math.isfinite(f):
                 kept.append(f * scale)
-        return cls(tuple(kept), style, note)
+        return cls(tuple(kept), style, note, offered)
 
     @classmethod
     def pct(cls, values: Iterable, note: str = "") -> "Stat":
@@ -77,6 +79,8 @@ class Stat:
         if self.n == 0:
             return self.note or DASH
         text = self._num(self.mean) if self.n == 1 else f"{self._num(self.mean)} ± {self._num(self.std, True)}"
+        if 0 <= self.offered and self.n < self.offered:   # some seeds had no value: say so, never pass it off as all
+            text += f" (n={self.n} of {self.offered})"
         return f"{text} ({self.note})" if self.note else text
 
     def __str__(self) -> str:
