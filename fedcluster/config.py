@@ -52,7 +52,7 @@ class SyntheticDataset:
     name: str = "synthetic"
     dim: int = 10
     num_distributions: int = 2
-    sigma0: float = 10.0
+    theta_var: float = 10.0   # variance of theta's coordinates (FedSoft's code: weight_var = 10; its text's "sigma0")
     noise_std: float = 1.0
     test_size: int = 2000
 
@@ -187,6 +187,7 @@ class MixPartition(Partition):
 class Model:
     _target_: str = MISSING
     name: str = MISSING
+    init: str = "xavier"   # xavier (FedSoft's code) | pytorch (PyTorch's default; CLoVE §5.2): models/init.py
 
 
 @dataclass
@@ -206,6 +207,8 @@ class FedSoftAlgorithm:
     tau: int = 2
     selection_size: int = 60
     smoother: float = 1e-4
+    replacement: bool = False        # false: distinct clients (authors' servers.py); true: independent draws (appendix)
+    keep_client_state: bool = True   # true: each client's optimizer state persists (authors' clients.py)
 
 
 @dataclass

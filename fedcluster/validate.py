@@ -45,7 +45,7 @@ RULES: Dict[str, Rule] = {
     "shared_classes": _at_least(0), "samples_per_client": _at_least(1), "test_samples_per_client": _at_least(1),
     "default_clusters": _at_least(1), "uniform_share": _in(0, 1), "minor": _in(0, 1),
     # dataset
-    "dim": _at_least(1), "num_distributions": _at_least(1), "sigma0": _at_least(0), "noise_std": _at_least(0),
+    "dim": _at_least(1), "num_distributions": _at_least(1), "theta_var": _positive(), "noise_std": _at_least(0),
     "test_size": _at_least(1), "train_size": _at_least(1), "delta": _positive(),
     # algorithm
     "lam": _at_least(0), "tau": _at_least(1), "selection_size": _at_least(1), "smoother": _at_least(0),

@@ -60,7 +60,7 @@ expect_refusal "partition.min_samples=0 is out of range" partition.min_samples=0
 expect_refusal "min_samples=100 exceeds partition.max_samples=50" partition.min_samples=100 partition.max_samples=50
 expect_refusal "partition.local_test_fraction=1.5 is out of range" partition.local_test_fraction=1.5
 expect_refusal "partition.local_test_fraction=nan is not a finite" partition.local_test_fraction=nan
-expect_refusal "dataset.sigma0=-1.0 is out of range" dataset.sigma0=-1
+expect_refusal "dataset.theta_var=-1.0 is out of range" dataset.theta_var=-1
 expect_refusal "dataset.noise_std=inf is not a finite" dataset.noise_std=inf
 expect_refusal "dataset.dim=0 is out of range" dataset.dim=0
 expect_refusal "dataset.test_size=0 is out of range" dataset.test_size=0

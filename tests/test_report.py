@@ -15,7 +15,7 @@ from fedcluster.report import build_report, main
 
 BASE_CONFIG = {
     "dataset": {"_target_": "fedcluster.data.SyntheticRegression", "name": "synthetic", "dim": 10,
-                "num_distributions": 2, "sigma0": 10.0, "noise_std": 1.0, "test_size": 100},
+                "num_distributions": 2, "theta_var": 10.0, "noise_std": 1.0, "test_size": 100},
     "partition": {"_target_": "fedcluster.partitions.TwoGroupMix", "name": "mix_10_90", "num_clients": 6,
                   "min_samples": 20, "max_samples": 30, "local_test_fraction": 0.2, "minor": 0.1},
     "model": {"_target_": "fedcluster.models.LinearRegression", "name": "linear"},

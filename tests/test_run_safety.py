@@ -119,7 +119,7 @@ BAD_VALUES = [
     ("checkpoint_every=-1", "checkpoint_every=-1"), ("rounds=0", "rounds=0"), ("seed=-3", "seed=-3"),
     ("train.momentum=1.5", "train.momentum=1.5"), ("train.batch_size=0", "train.batch_size=0"),
     ("partition.local_test_fraction=1.0", "partition.local_test_fraction=1.0"),
-    ("dataset.sigma0=nan", "dataset.sigma0=nan"), ("partition.min_samples=50", "min_samples=50 exceeds"),
+    ("dataset.theta_var=nan", "dataset.theta_var=nan"), ("partition.min_samples=50", "min_samples=50 exceeds"),
     ("algorithm.client_fraction=0", "client_fraction"), ("num_clusters=0", "num_clusters=0"),
 ]
 

@@ -28,14 +28,19 @@ def selection_probabilities(u: torch.Tensor, sizes: torch.Tensor) -> torch.Tenso
 class FedSoft(Algorithm):
     """Soft clustering with proximal local updates.
 
-    Personalized local models w_k (and their optimizer state) persist per client across
-    rounds and are never reset to a center: the authors' code (clients.py) keeps each
-    client's model and optimizer for the whole run, and we follow it."""
+    Personalized local models w_k persist per client across rounds and are never reset to a
+    center. Two choices where the paper and the authors' code differ:
+    - `keep_client_state` (default true): each client's optimizer state (Adam moments) also
+      persists, as the authors' clients.py keeps one optimizer per client for the whole run;
+      false: a fresh optimizer every round, as most FL code does.
+    - `replacement` (default false): Sel_s = `selection_size` distinct clients drawn with
+      probabilities v_s (eq. 6), as the authors' servers.py (numpy choice, replace=False);
+      true: `selection_size` independent draws, as the appendix's sampling reads, so a client
+      with a large v_sk can count several times in c_s and few wrong-group clients get in."""
     name = "fedsoft"
-    keep_client_state = True
 
     def __init__(self, num_clusters: int = 2, lam: float = 1.0, tau: int = 2, selection_size: int = 60,
-                 smoother: float = 1e-4):
+                 smoother: float = 1e-4, replacement: bool = False, keep_client_state: bool = True):
         if tau < 1:
             raise ConfigError(f"algorithm.tau={tau} must be >= 1")
         if not 0 < smoother < 1:
@@ -44,9 +49,10 @@ class FedSoft(Algorithm):
             raise ConfigError(f"algorithm.lam={lam} must be >= 0")
         self.num_clusters, self.lam, self.tau = num_clusters, lam, tau
         self.selection_size, self.smoother = selection_size, smoother
+        self.replacement, self.keep_client_state = replacement, keep_client_state
 
     def setup(self, fed: Federation) -> None:
-        if self.selection_size > fed.num_clients or self.selection_size < 1:
+        if self.selection_size < 1 or (self.selection_size > fed.num_clients and not self.replacement):
             raise ConfigError(f"algorithm.selection_size={self.selection_size} must be between 1 and the "
                               f"number of clients ({fed.num_clients})")
         self.centers = fed.init_models(self.num_clusters, "centers")
@@ -61,7 +67,8 @@ class FedSoft(Algorithm):
             self.u = importance_weights(fed.train_losses(self.centers), fed.sizes, self.smoother)
         v = selection_probabilities(self.u, fed.sizes)
         self.selection = torch.stack([
-            torch.multinomial(v[:, s].cpu(), self.selection_size, replacement=False, generator=fed.generator("select", t, s))
+            torch.multinomial(v[:, s].cpu(), self.selection_size, replacement=self.replacement,
+                              generator=fed.generator("select", t, s))
             for s in range(self.num_clusters)])
         union = torch.unique(self.selection).to(fed.device)
         coeffs = (self.lam * self.u[union]).to(fed.dtype)

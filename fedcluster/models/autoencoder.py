@@ -7,14 +7,14 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-from .init import xavier_normal_linear_kaiming_conv
+from .init import initialize
 
 
 class FCAutoencoder(nn.Module):
     """Fully connected autoencoder with a sigmoid output (CLoVE: MNIST/FMNIST), images in [0, 1].
     Encoder widths `hidden` (default 256, 64), mirrored in the decoder."""
 
-    def __init__(self, in_shape, num_outputs: int = 0, hidden: Sequence[int] = (256, 64)):
+    def __init__(self, in_shape, num_outputs: int = 0, hidden: Sequence[int] = (256, 64), init: str = "xavier"):
         super().__init__()
         self.in_shape = tuple(in_shape)
         widths = [math.prod(in_shape), *hidden]
@@ -25,7 +25,7 @@ class FCAutoencoder(nn.Module):
         for i, (a, b) in enumerate(zip(back[:-1], back[1:])):
             dec += [nn.Linear(a, b), nn.Sigmoid() if i == len(back) - 2 else nn.ReLU()]
         self.encoder, self.decoder = nn.Sequential(*enc), nn.Sequential(*dec)
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.encoder(x.flatten(1))).view(-1, *self.in_shape)
@@ -36,7 +36,7 @@ class ConvAutoencoder(nn.Module):
     (CLoVE: CIFAR-10): two stride-2 3x3 convs (16, 32 channels), FC to `latent`, back by FC and
     two transposed convs. Needs height and width divisible by 4."""
 
-    def __init__(self, in_shape, num_outputs: int = 0, latent: int = 128, channels: Sequence[int] = (16, 32)):
+    def __init__(self, in_shape, num_outputs: int = 0, latent: int = 128, channels: Sequence[int] = (16, 32), init: str = "xavier"):
         super().__init__()
         c, h, w = in_shape
         if h % 4 or w % 4:
@@ -52,7 +52,7 @@ class ConvAutoencoder(nn.Module):
         self.decoder = nn.Sequential(
             nn.ConvTranspose2d(c2, c1, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
             nn.ConvTranspose2d(c1, c, 3, stride=2, padding=1, output_padding=1), nn.Tanh())
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.expand(self.encoder(x)).view(-1, *self.inner))

@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from .init import xavier_normal_linear_kaiming_conv
+from .init import initialize
 from .pooling import MaxPool2x2
 
 
@@ -20,7 +20,7 @@ class LeNetCNN(nn.Module):
 
     LeNet-style; the benchmark's workload (b) and CLoVE's 'GenConvNet' shape."""
 
-    def __init__(self, in_shape, num_outputs: int):
+    def __init__(self, in_shape, num_outputs: int, init: str = "xavier"):
         super().__init__()
         c = in_shape[0]
         self.features = nn.Sequential(
@@ -29,7 +29,7 @@ class LeNetCNN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), 120), nn.ReLU(),
             nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x):
         return self.classifier(self.features(x))
@@ -43,7 +43,7 @@ class LettersCNN(nn.Module):
     authors' code applies ReLU and softmax after the class layer; we follow the paper's
     text (ReLU after the 512 layer) and return logits for cross-entropy."""
 
-    def __init__(self, in_shape, num_outputs: int, channels=(32, 64), hidden: int = 512):
+    def __init__(self, in_shape, num_outputs: int, channels=(32, 64), hidden: int = 512, init: str = "xavier"):
         super().__init__()
         c = in_shape[0]
         self.features = nn.Sequential(
@@ -52,7 +52,7 @@ class LettersCNN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), hidden), nn.ReLU(),
             nn.Linear(hidden, num_outputs))
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x):
         return self.classifier(self.features(x))
@@ -62,7 +62,7 @@ class CifarCNN(nn.Module):
     """FedSoft's CIFAR-10 CNN (App. C): six 3x3 convs of 32, 64, 128, 128, 256, 256
     channels with ReLU, a 2x2 max-pool after every second conv, then FC 1024 -> 512 -> classes."""
 
-    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128, 128, 256, 256)):
+    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128, 128, 256, 256), init: str = "xavier"):
         super().__init__()
         layers, c = [], in_shape[0]
         for i, width in enumerate(channels):
@@ -75,7 +75,7 @@ class CifarCNN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), 1024), nn.ReLU(),
             nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, num_outputs))
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x):
         return self.classifier(self.features(x))
@@ -87,7 +87,7 @@ class BatchNormCNN(nn.Module):
     channels) + batch norm + ReLU + 2x2 max-pool, then FC 256 + ReLU + dropout(0.5) + classes.
     Trained by the sequential engine: each client's copy keeps its own running statistics."""
 
-    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128), hidden: int = 256, dropout: float = 0.5):
+    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128), hidden: int = 256, dropout: float = 0.5, init: str = "xavier"):
         super().__init__()
         layers, c = [], in_shape[0]
         for width in channels:
@@ -98,7 +98,7 @@ class BatchNormCNN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), hidden), nn.ReLU(), nn.Dropout(dropout),
             nn.Linear(hidden, num_outputs))
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x):
         return self.classifier(self.features(x))

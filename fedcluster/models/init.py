@@ -1,5 +1,14 @@
-"""Weight initialisation shared by the models."""
+"""Weight initialisation shared by the models (`model.init`).
+
+- `xavier` (FedSoft §5, App. C; authors' models.py): Xavier-normal linear weights, Kaiming-uniform
+  conv weights, zero biases. fedcluster's default, and the FedSoft presets'.
+- `pytorch`: PyTorch's own default initialisation of each layer (Kaiming-uniform with a=sqrt(5),
+  uniform biases), which CLoVE §5.2 says it used; the CLoVE presets set it."""
 import torch.nn as nn
+
+from ..errors import ConfigError
+
+INITS = ("xavier", "pytorch")
 
 
 def xavier_normal_linear_kaiming_conv(module: nn.Module) -> None:
@@ -14,3 +23,11 @@ def xavier_normal_linear_kaiming_conv(module: nn.Module) -> None:
             nn.init.kaiming_uniform_(m.weight)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
+
+
+def initialize(module: nn.Module, init: str) -> None:
+    """Apply `model.init` to a freshly built module (its layers already hold PyTorch's default)."""
+    if init not in INITS:
+        raise ConfigError(f"model.init={init!r} is unknown; allowed: {list(INITS)}")
+    if init == "xavier":
+        xavier_normal_linear_kaiming_conv(module)

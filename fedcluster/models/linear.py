@@ -4,14 +4,14 @@ import math
 import torch
 import torch.nn as nn
 
-from .init import xavier_normal_linear_kaiming_conv
+from .init import initialize
 
 
 class LinearRegression(nn.Module):
-    def __init__(self, in_shape, num_outputs: int = 1):
+    def __init__(self, in_shape, num_outputs: int = 1, init: str = "xavier"):
         super().__init__()
         self.linear = nn.Linear(math.prod(in_shape), num_outputs, bias=False)
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear(x.flatten(1)).squeeze(-1)

@@ -5,11 +5,11 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-from .init import xavier_normal_linear_kaiming_conv
+from .init import initialize
 
 
 class MLP(nn.Module):
-    def __init__(self, in_shape, num_outputs: int, hidden: Sequence[int] = (200,)):
+    def __init__(self, in_shape, num_outputs: int, hidden: Sequence[int] = (200,), init: str = "xavier"):
         super().__init__()
         layers, width = [], math.prod(in_shape)
         for h in hidden:
@@ -18,7 +18,7 @@ class MLP(nn.Module):
         layers.append(nn.Linear(width, num_outputs))
         self.net = nn.Sequential(*layers)
         self.regression = num_outputs == 1
-        xavier_normal_linear_kaiming_conv(self)
+        initialize(self, init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.net(x.flatten(1))
