@@ -136,15 +136,17 @@ class ClusteredNClassLabelPartition(LabelPartition):
 
 @dataclass
 class SkewPartition:
-    """CLoVE's cluster skews: num_clusters clusters of num_clients/num_clusters clients, each
-    client with samples_per_client training and test_samples_per_client test samples."""
+    """CLoVE's cluster skews, built as the authors' code builds them (fedcluster/partitions/skews.py):
+    num_clusters clusters of num_clients/num_clusters clients, each client with samples_per_client
+    training and test_samples_per_client test samples drawn from its cluster's pool (null: the
+    authors' rule, min(samples_per_client, the cluster's test pool // its clients))."""
     _target_: str = MISSING
     name: str = MISSING
     num_clients: int = 20
     num_clusters: Optional[int] = "${num_clusters}"   # null: default_clusters
     default_clusters: int = 4
     samples_per_client: int = 500
-    test_samples_per_client: int = 100
+    test_samples_per_client: Optional[int] = 100
 
 
 @dataclass
@@ -152,6 +154,7 @@ class LabelSkew1Partition(SkewPartition):
     _target_: str = "fedcluster.partitions.LabelSkew1"
     name: str = "label_skew1"
     classes_per_cluster: int = 2
+    shuffle_classes: bool = False          # true: groups from a random class permutation (not 0-1, 2-3, ...)
 
 
 @dataclass
@@ -159,7 +162,12 @@ class LabelSkew2Partition(SkewPartition):
     _target_: str = "fedcluster.partitions.LabelSkew2"
     name: str = "label_skew2"
     classes_per_cluster: int = 4
-    shared_classes: int = 2
+    shared_classes: int = 2                # every two clusters share exactly this many classes
+    alpha: float = 0.5                     # Dirichlet split of a class over the clusters holding it
+    reserve_fraction: float = 0.1          # of each class, split evenly over its clusters first
+    min_cluster_fraction: float = 0.085    # smallest cluster pool, of the training set (5,100 / 60,000)
+    min_cluster_test_fraction: float = 0.051   # of the test set (510 / 10,000)
+    test_follows_train: bool = False       # true: test pools split with the training side's proportions
 
 
 @dataclass
@@ -167,13 +175,38 @@ class LabelSkew3Partition(SkewPartition):
     _target_: str = "fedcluster.partitions.LabelSkew3"
     name: str = "label_skew3"
     alpha: float = 0.5
+    reserve_fraction: float = 0.1
+    min_cluster_fraction: float = 0.1      # 6,000 / 60,000
+    min_cluster_test_fraction: float = 0.075   # 750 / 10,000
+    test_follows_train: bool = False
+    shuffle_classes: bool = False          # true: random missing classes (not 9, 0, 1, 2, ...)
 
 
 @dataclass
 class LabelSkew4Partition(SkewPartition):
     _target_: str = "fedcluster.partitions.LabelSkew4"
     name: str = "label_skew4"
-    uniform_share: float = 0.3333333333333333
+    uniform_share: float = 0.334           # non-dominant part of a cluster's data (exp501: 66.6 % dominant)
+    uniform_over: str = "others"           # others: the other clusters' dominant classes; all: every class
+    shuffle_classes: bool = False          # true: random dominant classes (not 0, 1, ..., K-1)
+
+
+@dataclass
+class FeatureSkewPartition(SkewPartition):
+    _target_: str = "fedcluster.partitions.FeatureSkew"
+    name: str = "feature_skew"
+    disjoint_clusters: bool = False        # true: no image in two clusters' pools
+
+
+@dataclass
+class ConceptShiftPartition(SkewPartition):
+    _target_: str = "fedcluster.partitions.ConceptShift"
+    name: str = "concept_shift"
+    # Each cluster's labels, swapped in adjacent pairs (the authors' exp111); null: random pairs.
+    swaps: Optional[List[List[int]]] = field(default_factory=lambda: [[0, 3, 8, 9], [1, 4, 6, 9], [1, 2, 3, 6],
+                                                                      [3, 5, 4, 7]])
+    class_samples_per_cluster: int = 1250      # training samples of each class in a cluster's pool
+    test_class_samples_per_cluster: int = 200
 
 
 @dataclass
@@ -317,7 +350,8 @@ SCHEMAS = {
                   "cluster_dirichlet": ClusteredDirichletLabelPartition, "nclass": NClassLabelPartition,
                   "cluster_nclass": ClusteredNClassLabelPartition, "skew": SkewPartition,
                   "label_skew1": LabelSkew1Partition, "label_skew2": LabelSkew2Partition,
-                  "label_skew3": LabelSkew3Partition, "label_skew4": LabelSkew4Partition},
+                  "label_skew3": LabelSkew3Partition, "label_skew4": LabelSkew4Partition,
+                  "feature_skew": FeatureSkewPartition, "concept_shift": ConceptShiftPartition},
     "model": {"model": Model, "mlp": MLPModel},
     "algorithm": {"fedsoft": FedSoftAlgorithm, "ifca": IFCAAlgorithm, "fedavg": FedAvgAlgorithm,
                   "fedprox": FedProxAlgorithm, "fedem": FedEMAlgorithm, "local": LocalAlgorithm, "fesem": FeSEMAlgorithm,

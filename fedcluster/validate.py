@@ -44,6 +44,8 @@ RULES: Dict[str, Rule] = {
     "alpha_client": _positive(), "classes_per_client": _at_least(1), "classes_per_cluster": _at_least(1),
     "shared_classes": _at_least(0), "samples_per_client": _at_least(1), "test_samples_per_client": _at_least(1),
     "default_clusters": _at_least(1), "uniform_share": _in(0, 1), "minor": _in(0, 1),
+    "reserve_fraction": _in(0, 1), "min_cluster_fraction": _in(0, 1), "min_cluster_test_fraction": _in(0, 1),
+    "class_samples_per_cluster": _at_least(1), "test_class_samples_per_cluster": _at_least(1),
     # dataset
     "dim": _at_least(1), "num_distributions": _at_least(1), "theta_var": _positive(), "noise_std": _at_least(0),
     "test_size": _at_least(1), "train_size": _at_least(1), "delta": _positive(),
