@@ -246,7 +246,7 @@ class CLoVEAlgorithm:
     num_clusters: Optional[int] = None
     client_fraction: float = 1.0
     clustering: str = "kmeans"       # kmeans | agglomerative
-    embedding: str = "loss"          # loss | sqrt_loss
+    embedding: str = "loss"          # loss | sqrt_loss: the vectors clustered and summed in the matching cost
     matching: str = "hungarian"      # hungarian | none
     init: str = "independent"        # independent | identical
     first_round: str = "evaluation"  # evaluation | random

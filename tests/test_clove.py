@@ -95,3 +95,37 @@ def test_option2_gradient_averaging_is_one_sgd_step_then_model_averaging():
         grads.append(torch.autograd.grad(loss, w)[0])
     expected = theta["linear.weight"][0] - lr * torch.stack(grads).mean(0)
     assert torch.allclose(averaged, expected, atol=1e-6)
+
+
+class _LossFed:
+    """A stand-in Federation whose clients report fixed loss vectors."""
+    def __init__(self, losses):
+        self.losses = torch.as_tensor(losses, dtype=torch.float64)
+        self.num_clients = len(self.losses)
+        self.device = torch.device("cpu")
+        self.dtype = torch.float32
+        self.seed = 0
+        self.sizes = torch.full((self.num_clients,), 10.0)
+
+    def mean_train_losses(self, models):
+        return self.losses
+
+    def generator(self, purpose, *keys):
+        from fedcluster.rng import generator
+        return generator(self.seed, purpose, *keys)
+
+
+# Two groups of two clients. Summed raw losses favour group A -> model 0, B -> model 1 (cost 1 + 1 = 2
+# against 0 + 2.5); summed square roots favour the other pairing (1 + 1 = 2 against 0 + sqrt(2.5) = 1.58).
+_MATCH_LOSSES = [[1.0, 0.0], [1.0, 0.0], [2.5, 1.0], [2.5, 1.0]]
+
+
+@pytest.mark.parametrize("embedding,expected", [("loss", [0, 0, 1, 1]), ("sqrt_loss", [1, 1, 0, 0])])
+def test_matching_costs_use_the_clustering_embedding(embedding, expected):
+    """The authors' code (utils/algorithm_utils.py, clustered_federated_training_function) passes the
+    square-rooted loss vectors to match_clusters_to_models, so the Hungarian cost is on them too."""
+    from fedcluster.algorithms.clove import CLoVE
+    alg = CLoVE(num_clusters=2, embedding=embedding)
+    alg.centers = {"w": torch.zeros(2, 1)}
+    fed = _LossFed(_MATCH_LOSSES)
+    assert alg.assign(1, fed, torch.arange(4)).tolist() == expected

@@ -3,7 +3,8 @@
 Each round the participating clients report their loss vector (mean training loss of each
 of the K models, lines 5-7); the server clusters the vectors into K groups (line 9) and maps
 groups to models by a minimum-cost bipartite matching whose cost is the groups' summed
-loss on each model (line 10, Hungarian method). Each client then trains its group's model
+loss on each model (line 10, Hungarian method; with the square-root embedding the cost sums
+square roots, as in the authors' code). Each client then trains its group's model
 and each model becomes the n_i-weighted average of its clients' results (Option I, lines
 11-15). Option II (gradient averaging) is Option I with one plain SGD step per round
 (train.optimizer=sgd train.momentum=0 train.steps=1, train.batch_size = the mini-batch of
@@ -43,7 +44,8 @@ def cluster_vectors(vectors: np.ndarray, k: int, method: str, seed: int) -> np.n
 
 def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str = "hungarian") -> np.ndarray:
     """Model index of each group label. `hungarian`: the minimum-cost bipartite matching of
-    groups to models, cost[g, j] = sum of the losses of group g's clients on model j.
+    groups to models, cost[g, j] = sum of the embedded losses (the rows that were clustered:
+    losses, or their square roots) of group g's clients on model j.
     `none`: groups ordered by their smallest client index get models 0, 1, ... (§5.3)."""
     labels = np.unique(groups)
     if matching == "none":
@@ -93,7 +95,10 @@ class CLoVE(Algorithm):
         vectors = np.sqrt(np.maximum(L, 0)) if self.embedding == "sqrt_loss" else L
         seed = derived_seed(fed.seed, "clove-kmeans", t) % 2 ** 32
         groups = cluster_vectors(vectors, self.num_clusters, self.clustering, seed)
-        model_of_group = match_groups_to_models(groups, L, self.matching)
+        # The matching cost is summed over the same vectors that were clustered (square roots
+        # under sqrt_loss), as the authors' code does: its match_clusters_to_models receives the
+        # transformed loss vectors (utils/algorithm_utils.py, clustered_federated_training_function).
+        model_of_group = match_groups_to_models(groups, vectors, self.matching)
         return torch.as_tensor(model_of_group[groups], device=fed.device)
 
     def plan(self, t, fed):
