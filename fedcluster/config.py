@@ -216,7 +216,7 @@ class IFCAAlgorithm:
     client_fraction: float = 1.0
     update: str = "mean"          # mean (IFCA) | eq6 (Fed-CAM eq. 6)
     init: str = "independent"     # independent | identical (CLoVE §5.2)
-    first_round: str = "evaluation"   # evaluation | random (CLoVE §5.2)
+    first_round: str = "evaluation"   # evaluation | random (CLoVE §5.2; random: every model >= 1 client, as CLoVE's code)
 
 
 @dataclass
@@ -249,7 +249,7 @@ class CLoVEAlgorithm:
     embedding: str = "loss"          # loss | sqrt_loss: the vectors clustered and summed in the matching cost
     matching: str = "hungarian"      # hungarian | none
     init: str = "independent"        # independent | identical
-    first_round: str = "evaluation"  # evaluation | random
+    first_round: str = "evaluation"  # evaluation | random (every model >= 1 client, as the authors' code)
 
 
 @dataclass

@@ -114,6 +114,9 @@ class _LossFed:
         from fedcluster.rng import generator
         return generator(self.seed, purpose, *keys)
 
+    def sample_clients(self, fraction, t):
+        return torch.arange(self.num_clients)
+
 
 # Two groups of two clients. Summed raw losses favour group A -> model 0, B -> model 1 (cost 1 + 1 = 2
 # against 0 + 2.5); summed square roots favour the other pairing (1 + 1 = 2 against 0 + sqrt(2.5) = 1.58).
@@ -129,3 +132,30 @@ def test_matching_costs_use_the_clustering_embedding(embedding, expected):
     alg.centers = {"w": torch.zeros(2, 1)}
     fed = _LossFed(_MATCH_LOSSES)
     assert alg.assign(1, fed, torch.arange(4)).tolist() == expected
+
+
+@pytest.mark.parametrize("algorithm", ["clove", "ifca"])
+def test_random_first_round_gives_every_model_a_client(algorithm):
+    """The authors' code (utils/algorithm_utils.py, first round with 'random' assignment, used by
+    CLoVE and IFCA alike) hands a random client to every model that drew none. 5 clients on 4
+    models leave a model empty in most plain uniform draws; over 20 seeds none may."""
+    from fedcluster.algorithms import IFCA
+    from fedcluster.algorithms.clove import CLoVE
+    for seed in range(20):
+        fed = _LossFed(np.ones((5, 4)))
+        fed.seed = seed
+        alg = (CLoVE if algorithm == "clove" else IFCA)(num_clusters=4, first_round="random")
+        alg.centers = {"w": torch.zeros(4, 1)}
+        alg.assignment = torch.zeros(5, dtype=torch.long)
+        alg.plan(0, fed)
+        assert sorted(set(alg.assignment.tolist())) == [0, 1, 2, 3], (seed, alg.assignment.tolist())
+
+
+def test_random_assignment_with_fewer_clients_than_models_uses_distinct_models():
+    from fedcluster.algorithms.base import random_assignment
+    from fedcluster.rng import generator
+    for seed in range(10):
+        a = random_assignment(3, 5, generator(seed, "test"))
+        assert len(set(a.tolist())) == 3 and a.max() < 5
+        b = random_assignment(40, 3, generator(seed, "test"))
+        assert torch.bincount(b, minlength=3).min() >= 1

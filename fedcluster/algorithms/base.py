@@ -177,3 +177,24 @@ def weighted_mean_rows(stack: Stack, index: torch.Tensor, weights: torch.Tensor)
     """sum_i weights[i] * stack[index[i]] / sum(weights), as a single-row stack."""
     w = (weights / weights.sum()).to(next(iter(stack.values())).dtype)
     return {k: torch.einsum("m,m...->...", w, v[index]).unsqueeze(0) for k, v in stack.items()}
+
+
+def random_assignment(n: int, k: int, g: torch.Generator) -> torch.Tensor:
+    """[n] a random model in 0..k-1 for each of n clients, every model getting at least one
+    client (at most one each when n < k: then n distinct models).
+
+    Random first round of CLoVE §5.2 ('first:r'). The authors' code (utils/algorithm_utils.py,
+    clustered_federated_training_function) draws each client's model uniformly and then gives
+    every model that drew no client a randomly chosen client. Its fix-up may take the only client
+    of another model; here the client moved to an empty model is drawn among those whose model
+    keeps at least one other client, so no model is left empty."""
+    if n < k:
+        return torch.randperm(k, generator=g)[:n]
+    labels = torch.randint(0, k, (n,), generator=g)
+    for j in range(k):
+        if (labels == j).any():
+            continue
+        counts = torch.bincount(labels, minlength=k)
+        movable = torch.nonzero(counts[labels] > 1).squeeze(1)
+        labels[movable[torch.randint(len(movable), (1,), generator=g)]] = j
+    return labels

@@ -12,7 +12,8 @@ line 12): averaging theta - lr g_i over the group equals theta - lr * (weighted 
 gradient), the update of line 15 (tests/test_clove.py checks this identity).
 
 Options from §5.2-5.3: models initialised independently or identical; first-round
-assignment by evaluation (as every round) or at random; k-means or agglomerative
+assignment by evaluation (as every round) or at random (every model at least one client, as
+the authors' code ensures); k-means or agglomerative
 clustering; loss or square-root loss embeddings; no matching (group k, ordered by its
 smallest client id, gets model k)."""
 from typing import Optional
@@ -25,7 +26,7 @@ from sklearn.cluster import AgglomerativeClustering, KMeans
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..rng import derived_seed
-from .base import Algorithm, RoundPlan, weighted_mean_rows
+from .base import Algorithm, RoundPlan, random_assignment, weighted_mean_rows
 
 CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
            "matching": ("hungarian", "none"), "init": ("independent", "identical"),
@@ -88,9 +89,9 @@ class CLoVE(Algorithm):
         """Lines 5-10: loss vectors -> groups -> models."""
         losses = fed.mean_train_losses(self.centers)[clients]                 # [M, K]
         self.loss_vectors = losses
-        if t == 0 and self.first_round == "random":
+        if t == 0 and self.first_round == "random":   # every model gets a client (random_assignment)
             g = fed.generator("clove-first-round")
-            return torch.randint(0, self.num_clusters, (len(clients),), generator=g).to(fed.device)
+            return random_assignment(len(clients), self.num_clusters, g).to(fed.device)
         L = losses.double().cpu().numpy()
         vectors = np.sqrt(np.maximum(L, 0)) if self.embedding == "sqrt_loss" else L
         seed = derived_seed(fed.seed, "clove-kmeans", t) % 2 ** 32

@@ -3,7 +3,7 @@ import torch
 
 from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
-from .base import Algorithm, RoundPlan, weighted_mean_rows
+from .base import Algorithm, RoundPlan, random_assignment, weighted_mean_rows
 
 UPDATES = ("mean", "eq6")
 
@@ -51,9 +51,9 @@ class IFCA(Algorithm):
     def plan(self, t, fed):
         self.loss_vectors = fed.mean_train_losses(self.centers)      # [N, K], kept for the loss heatmap
         self.assignment = self.loss_vectors.argmin(1)
-        if t == 0 and self.first_round == "random":                  # CLoVE §5.2 'first:r'
+        if t == 0 and self.first_round == "random":   # CLoVE §5.2 'first:r': every model gets a client
             g = fed.generator("ifca-first-round")
-            self.assignment = torch.randint(0, self.num_clusters, (fed.num_clients,), generator=g).to(fed.device)
+            self.assignment = random_assignment(fed.num_clients, self.num_clusters, g).to(fed.device)
         clients = fed.sample_clients(self.client_fraction, t)
         return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
 
