@@ -250,6 +250,9 @@ class CLoVEAlgorithm:
     matching: str = "hungarian"      # hungarian | none
     init: str = "independent"        # independent | identical
     first_round: str = "evaluation"  # evaluation | random (every model >= 1 client, as the authors' code)
+    averaging: str = "model"         # model (Option I) | gradient (Option II: full-batch gradients, server step)
+    server_optimizer: str = "${train.optimizer}"   # Option II's server step: the clients' optimizer kind
+    server_lr: float = "${train.lr}"               # and learning rate, as the authors' code
 
 
 @dataclass

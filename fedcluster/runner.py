@@ -21,7 +21,7 @@ from .data import build_federated_data, build_label_federated_data
 from .data.budget import check_fits
 from .data.federated import as_reconstruction
 from .engine.allocator import keep_freed_memory
-from .engine.local import LocalJob, LocalTrainer
+from .engine.local import LocalJob, LocalTrainer, full_batch_schedule
 from .engine.optim import build_optimizer, put_state, take_state
 from .divergence import DivergenceWatch
 from .errors import ConfigError, NonFiniteLossError, RunInterrupted
@@ -232,18 +232,26 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
         for t in rounds:
             plan = alg.plan(t, fed)
             clients = plan.clients.to(fed.device)
-            if alg.keep_client_state:
+            if plan.local not in ("train", "gradient"):
+                raise ValueError(f"RoundPlan.local={plan.local!r}: expected 'train' or 'gradient'")
+            gradient_only = plan.local == "gradient"   # CLoVE Option II: gradients, no local step
+            if gradient_only:
+                opt_state = {}
+            elif alg.keep_client_state:
                 if client_state is None:
                     client_state = trainer.init_state(alg.local_models(fed))
                 opt_state = take_state(client_state, clients)
             else:
                 opt_state = trainer.init_state(plan.start)
             tr = fed.data.train
-            schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
+            if gradient_only:
+                schedule = full_batch_schedule(tr.n[clients], tr.x.shape[1])
+            else:
+                schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
             job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
                            sample_weights=plan.sample_weights, seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
             tick = time.perf_counter()
-            result = trainer.train(job, engine)
+            result = trainer.gradients(job) if gradient_only else trainer.train(job, engine)
             if fed.device.type == "cuda":
                 torch.cuda.synchronize(fed.device)
             train_seconds.append(time.perf_counter() - tick)
@@ -252,7 +260,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             except NonFiniteLossError as e:
                 write_partial(out, cfg, fed, metrics, str(e), t)
                 raise
-            if alg.keep_client_state:
+            if alg.keep_client_state and not gradient_only:
                 put_state(client_state, clients, result.opt_state)
             alg.aggregate(t, plan, result.params, fed)
             sizes += cluster_size_rows(t, alg)

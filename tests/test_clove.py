@@ -159,3 +159,54 @@ def test_random_assignment_with_fewer_clients_than_models_uses_distinct_models()
         assert len(set(a.tolist())) == 3 and a.max() < 5
         b = random_assignment(40, 3, generator(seed, "test"))
         assert torch.bincount(b, minlength=3).min() >= 1
+
+
+def test_option2_client_gradients_are_full_batch_mean_loss_gradients():
+    """CLoVE Option II as the authors' compute_gradient: the gradient of each client's mean loss
+    over all its samples (padding excluded) at its starting model, with no step."""
+    from fedcluster.engine.local import LocalJob, LocalTrainer, full_batch_schedule
+    from fedcluster.engine.optim import build_optimizer
+    from fedcluster.models import LinearRegression
+    torch.manual_seed(0)
+    model = LinearRegression((3,))
+    n = torch.tensor([10, 4, 7])
+    x, y = torch.randn(3, 10, 3), torch.randn(3, 10)
+    start = {k: torch.randn(2, *v.shape) for k, v in model.named_parameters()}
+    trainer = LocalTrainer(model, "regression", build_optimizer("sgd", lr=0.1), epochs=1, batch_size=2)
+    trainer.GRADIENT_CHUNK = 3   # several chunks per client: their gradients must add up to the full batch's
+    rows = torch.tensor([2, 0])
+    job = LocalJob(x, y, rows, start, {}, full_batch_schedule(n[rows], 10))
+    result = trainer.gradients(job)
+    for m, c in enumerate(rows.tolist()):
+        w = {k: v[m].clone().requires_grad_(True) for k, v in start.items()}
+        out = torch.func.functional_call(model, w, (x[c, :n[c]],))
+        loss = ((out - y[c, :n[c]]) ** 2).mean()
+        expected = torch.autograd.grad(loss, list(w.values()))
+        for k, g in zip(w, expected):
+            assert torch.allclose(result.params[k][m], g, atol=1e-5)
+        assert result.last_loss[m] == pytest.approx(float(loss.detach()), rel=1e-5)
+    for k in start:   # the starting parameters are untouched
+        assert torch.equal(job.start[k], start[k])
+
+
+@pytest.mark.parametrize("server_optimizer", ["sgd", "adam"])
+def test_option2_server_step_on_the_weighted_mean_gradient(server_optimizer):
+    """Line 15 with the authors' server step: a fresh optimizer of the clients' kind each round.
+    SGD: theta - lr * mean gradient; Adam from fresh state: theta - lr * g / (|g| + eps)."""
+    from fedcluster.algorithms.base import RoundPlan
+    from fedcluster.algorithms.clove import CLoVE
+    lr = 0.1
+    alg = CLoVE(num_clusters=2, averaging="gradient", server_optimizer=server_optimizer, server_lr=lr)
+    alg.centers = {"w": torch.tensor([[1.0, 1.0], [5.0, 5.0]])}
+    alg.assignment = torch.tensor([0, 0, 0])            # model 1 gets no client: unchanged
+    grads = {"w": torch.tensor([[1.0, -2.0], [4.0, 4.0], [0.0, 0.0]])}
+    fed = _LossFed(np.zeros((3, 2)))
+    fed.sizes = torch.tensor([10.0, 30.0, 60.0])
+    alg.aggregate(0, RoundPlan(torch.arange(3), None, local="gradient"), grads, fed)
+    g = (10 * grads["w"][0] + 30 * grads["w"][1]) / 100
+    step = g if server_optimizer == "sgd" else g / (g.abs() + 1e-8)
+    assert torch.allclose(alg.centers["w"][0], torch.tensor([1.0, 1.0]) - lr * step, atol=1e-6)
+    assert torch.equal(alg.centers["w"][1], torch.tensor([5.0, 5.0]))
+    alg2 = CLoVE(num_clusters=2, averaging="gradient", server_optimizer=server_optimizer, server_lr=lr)
+    alg2.centers, alg2.assignment = alg.centers, torch.zeros(3, dtype=torch.long)
+    assert alg2.plan(1, _LossFed([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]])).local == "gradient"

@@ -1,8 +1,9 @@
 """What an algorithm decides; the round loop (fedcluster.runner) does everything else.
 
 Each round the loop asks `plan(t)` which clients train, from which parameters and on
-which proximal objective; it trains them (batched or sequential engine) and hands the
-results to `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
+which proximal objective; it trains them (batched or sequential engine), or only takes each
+one's full-batch gradient when the plan says `local="gradient"`, and hands the results to
+`aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
 on every distribution's test set and `local_outputs()` (each client's own predictor) on
 every client's data."""
 from dataclasses import dataclass, replace
@@ -24,6 +25,10 @@ class RoundPlan:
     coeffs: Optional[torch.Tensor] = None  # [M, R] proximal coefficients
     offsets: Optional[torch.Tensor] = None # [M, Nmax, C] frozen logits added to the outputs (Fed-CAM)
     sample_weights: Optional[torch.Tensor] = None  # [M, Nmax] per-sample loss weights (FedEM's q)
+    # What the clients compute: "train" (local training by the engines; `aggregate` gets the
+    # trained parameters) or "gradient" (no step: each row's gradient of its client's mean loss
+    # over all its training samples at `start`; `aggregate` gets those gradients, CLoVE Option II)
+    local: str = "train"
 
 
 def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
@@ -56,6 +61,8 @@ def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
         like = next(p.sample_weights for p in plans if p.sample_weights is not None)
         weights = torch.cat([p.sample_weights if p.sample_weights is not None
                              else like.new_ones(len(p.clients), like.shape[1]) for p in plans])
+    if any(p.local != "train" for p in plans):
+        raise ValueError("concat_plans: only training plans can be trained together")
     return RoundPlan(clients, start, refs, coeffs, offsets, weights)
 
 
