@@ -346,6 +346,24 @@ def mean_over_clients(rows: pd.DataFrame) -> dict:
     return {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in rows.groupby(["eval_set", "metric"])}
 
 
+SAMPLE_MEAN_METRICS = ("accuracy", "mse")   # metrics that are means over a client's samples (macro-F1 is not)
+
+
+def pooled_over_clients(rows: pd.DataFrame, sizes: dict) -> dict:
+    """{"<eval_set>_<metric>": the metric over all clients' samples of that split pooled}, i.e.
+    the mean over clients weighted by each one's sample count in the split (`sizes`: eval_set ->
+    [N] counts), for the metrics that are per-sample means. Fed-CAM §5 scores 'micro accuracy'
+    this way; `mean_over_clients` gives every client the same weight."""
+    out = {}
+    for (s, m), g in rows.groupby(["eval_set", "metric"]):
+        if m not in SAMPLE_MEAN_METRICS or s not in sizes:
+            continue
+        n = sizes[s][g["model_index"].to_numpy()].astype(np.float64)
+        if n.sum() > 0:
+            out[f"{s}_{m}"] = float((g["value"].to_numpy() * n).sum() / n.sum())
+    return out
+
+
 def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
     data, final = fed.data, cfg.rounds - 1
     at = frame[frame["round"] == final]
@@ -363,6 +381,8 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
                      "numpy": np.__version__},
     }
     summary["local"] = mean_over_clients(at[at["model"] == "local"])
+    split_sizes = {"local_test": data.local_test.n.cpu().numpy(), "local_train": data.train.n.cpu().numpy()}
+    summary["local_micro"] = pooled_over_clients(at[at["model"] == "local"], split_sizes)
     alternatives = at[at["model"].str.startswith("local:")]
     if len(alternatives):   # the same method's other predictors (FedEM: mixture / top component)
         summary["local_alternatives"] = {name.split(":", 1)[1]: mean_over_clients(a)
