@@ -217,6 +217,8 @@ class IFCAAlgorithm:
     update: str = "mean"          # mean (IFCA) | eq6 (Fed-CAM eq. 6)
     init: str = "independent"     # independent | identical (CLoVE §5.2)
     first_round: str = "evaluation"   # evaluation | random (CLoVE §5.2; random: every model >= 1 client, as CLoVE's code)
+    eval_assignment: str = "evaluated_data"   # evaluated_data (IFCA's code: each client's min-loss model on the
+                                              # data being scored) | training (the model it trained this round)
 
 
 @dataclass

@@ -151,6 +151,13 @@ class Algorithm:
         Default: the client's local model; additive and ensemble methods override it."""
         return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, batched)
 
+    def local_outputs_beside(self, fed: Federation, split, batched: bool, partner: torch.Tensor) -> torch.Tensor:
+        """This method's part of an additive predictor `partner` + f (Fed-CAM's h(x; Theta_g) +
+        f(x; Theta_c(i))): the outputs [N, Nmax, ...] to add to the frozen `partner` logits on
+        `split`. Default: `local_outputs`, which does not depend on the partner; a method that
+        picks each client's model by its loss on the evaluated data (IFCA) picks by the sum's loss."""
+        return self.local_outputs(fed, split, batched)
+
     def local_predictors(self, fed: Federation, split, batched: bool) -> dict:
         """Every predictor scored for each client: {"local": `local_outputs`} plus, for a method
         that can predict more than one way from the same training, {"local:<name>": outputs}
