@@ -210,3 +210,16 @@ def test_option2_server_step_on_the_weighted_mean_gradient(server_optimizer):
     alg2 = CLoVE(num_clusters=2, averaging="gradient", server_optimizer=server_optimizer, server_lr=lr)
     alg2.centers, alg2.assignment = alg.centers, torch.zeros(3, dtype=torch.long)
     assert alg2.plan(1, _LossFed([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]])).local == "gradient"
+
+
+def test_cfl_keeps_the_authors_thresholds_and_offers_calibrated_ones():
+    """algorithm=cfl: eps1 = 0.4, eps2 = 1.6 and 20 warm-up rounds as in the authors' notebook;
+    algorithm=cfl_calibrated: thresholds read off this tool's cfl_splits.csv for CLoVE's FMNIST
+    setting (see its yaml)."""
+    from conftest import make_cfg
+    from fedcluster.runner import make
+    default = make_cfg(["algorithm=cfl"]).algorithm
+    assert (default.eps1, default.eps2, default.warmup_rounds) == (0.4, 1.6, 20)
+    calibrated = make_cfg(["algorithm=cfl_calibrated"]).algorithm
+    assert calibrated.name == "cfl_calibrated" and (calibrated.eps1, calibrated.eps2) == (0.3, 0.43)
+    assert calibrated.warmup_rounds == 20 and make(calibrated).eps2 == 0.43
