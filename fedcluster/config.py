@@ -252,7 +252,9 @@ class IFCAAlgorithm:
     client_fraction: float = 1.0
     update: str = "mean"          # mean (IFCA) | eq6 (Fed-CAM eq. 6)
     init: str = "independent"     # independent | identical (CLoVE §5.2)
-    first_round: str = "evaluation"   # evaluation | random (CLoVE §5.2)
+    first_round: str = "evaluation"   # evaluation | random (CLoVE §5.2; random: every model >= 1 client, as CLoVE's code)
+    eval_assignment: str = "evaluated_data"   # evaluated_data (IFCA's code: each client's min-loss model on the
+                                              # data being scored) | training (the model it trained this round)
 
 
 @dataclass
@@ -282,10 +284,13 @@ class CLoVEAlgorithm:
     num_clusters: Optional[int] = None
     client_fraction: float = 1.0
     clustering: str = "kmeans"       # kmeans | agglomerative
-    embedding: str = "loss"          # loss | sqrt_loss
+    embedding: str = "loss"          # loss | sqrt_loss: the vectors clustered and summed in the matching cost
     matching: str = "hungarian"      # hungarian | none
     init: str = "independent"        # independent | identical
-    first_round: str = "evaluation"  # evaluation | random
+    first_round: str = "evaluation"  # evaluation | random (every model >= 1 client, as the authors' code)
+    averaging: str = "model"         # model (Option I) | gradient (Option II: full-batch gradients, server step)
+    server_optimizer: str = "${train.optimizer}"   # Option II's server step: the clients' optimizer kind
+    server_lr: float = "${train.lr}"               # and learning rate, as the authors' code
 
 
 @dataclass

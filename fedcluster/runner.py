@@ -21,7 +21,7 @@ from .data import build_federated_data, build_label_federated_data
 from .data.budget import check_fits
 from .data.federated import as_reconstruction
 from .engine.allocator import keep_freed_memory
-from .engine.local import LocalJob, LocalTrainer
+from .engine.local import LocalJob, LocalTrainer, full_batch_schedule
 from .engine.optim import build_optimizer, put_state, take_state
 from .divergence import DivergenceWatch
 from .errors import ConfigError, NonFiniteLossError, RunInterrupted
@@ -232,18 +232,26 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
         for t in rounds:
             plan = alg.plan(t, fed)
             clients = plan.clients.to(fed.device)
-            if alg.keep_client_state:
+            if plan.local not in ("train", "gradient"):
+                raise ValueError(f"RoundPlan.local={plan.local!r}: expected 'train' or 'gradient'")
+            gradient_only = plan.local == "gradient"   # CLoVE Option II: gradients, no local step
+            if gradient_only:
+                opt_state = {}
+            elif alg.keep_client_state:
                 if client_state is None:
                     client_state = trainer.init_state(alg.local_models(fed))
                 opt_state = take_state(client_state, clients)
             else:
                 opt_state = trainer.init_state(plan.start)
             tr = fed.data.train
-            schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
+            if gradient_only:
+                schedule = full_batch_schedule(tr.n[clients], tr.x.shape[1])
+            else:
+                schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(cfg.seed, "batches", t))
             job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
                            sample_weights=plan.sample_weights, seed=derived_seed(cfg.seed, "dropout", t) % 2 ** 62)
             tick = time.perf_counter()
-            result = trainer.train(job, engine)
+            result = trainer.gradients(job) if gradient_only else trainer.train(job, engine)
             if fed.device.type == "cuda":
                 torch.cuda.synchronize(fed.device)
             train_seconds.append(time.perf_counter() - tick)
@@ -252,7 +260,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             except NonFiniteLossError as e:
                 write_partial(out, cfg, fed, metrics, str(e), t)
                 raise
-            if alg.keep_client_state:
+            if alg.keep_client_state and not gradient_only:
                 put_state(client_state, clients, result.opt_state)
             alg.aggregate(t, plan, result.params, fed)
             sizes += cluster_size_rows(t, alg)
@@ -338,6 +346,24 @@ def mean_over_clients(rows: pd.DataFrame) -> dict:
     return {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in rows.groupby(["eval_set", "metric"])}
 
 
+SAMPLE_MEAN_METRICS = ("accuracy", "mse")   # metrics that are means over a client's samples (macro-F1 is not)
+
+
+def pooled_over_clients(rows: pd.DataFrame, sizes: dict) -> dict:
+    """{"<eval_set>_<metric>": the metric over all clients' samples of that split pooled}, i.e.
+    the mean over clients weighted by each one's sample count in the split (`sizes`: eval_set ->
+    [N] counts), for the metrics that are per-sample means. Fed-CAM §5 scores 'micro accuracy'
+    this way; `mean_over_clients` gives every client the same weight."""
+    out = {}
+    for (s, m), g in rows.groupby(["eval_set", "metric"]):
+        if m not in SAMPLE_MEAN_METRICS or s not in sizes:
+            continue
+        n = sizes[s][g["model_index"].to_numpy()].astype(np.float64)
+        if n.sum() > 0:
+            out[f"{s}_{m}"] = float((g["value"].to_numpy() * n).sum() / n.sum())
+    return out
+
+
 def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
     data, final = fed.data, cfg.rounds - 1
     at = frame[frame["round"] == final]
@@ -355,6 +381,8 @@ def summarize(cfg, fed, alg, frame, assign, engine, hw, wall) -> dict:
                      "numpy": np.__version__},
     }
     summary["local"] = mean_over_clients(at[at["model"] == "local"])
+    split_sizes = {"local_test": data.local_test.n.cpu().numpy(), "local_train": data.train.n.cpu().numpy()}
+    summary["local_micro"] = pooled_over_clients(at[at["model"] == "local"], split_sizes)
     alternatives = at[at["model"].str.startswith("local:")]
     if len(alternatives):   # the same method's other predictors (FedEM: mixture / top component)
         summary["local_alternatives"] = {name.split(":", 1)[1]: mean_over_clients(a)

@@ -1,4 +1,5 @@
 """Each algorithm's decisions on hand-made inputs."""
+import pytest
 import torch
 
 from fedcluster.algorithms import IFCA, FedAvg, FedProx, FedSoft
@@ -82,3 +83,48 @@ def test_fedavg_weighted_average_and_fedprox_coefficients():
     plan = prox.plan(0, Fed([1, 1, 1]))
     assert plan.coeffs.shape == (3, 1) and torch.all(plan.coeffs == 0.5)
     assert plan.refs is prox.global_model
+
+
+def _two_line_federation():
+    """Two clients of y = x @ w; client 0 follows w_1, client 1 follows w_0; both were assigned
+    model 0 from their training losses."""
+    from types import SimpleNamespace
+    from fedcluster.models import LinearRegression
+    torch.manual_seed(0)
+    w = torch.tensor([[1.0, 0.0], [-1.0, 2.0]])
+    x = torch.randn(2, 5, 2)
+    y = torch.stack([x[0] @ w[1], x[1] @ w[0]])
+    n = torch.tensor([5, 3])
+    mask = torch.arange(5)[None, :] < n[:, None]
+    split = SimpleNamespace(x=x, y=y, n=n, mask=mask)
+    fed = SimpleNamespace(model=LinearRegression((2,)), data=SimpleNamespace(task="regression"))
+    return w, split, fed
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_ifca_evaluation_repicks_each_clients_model_on_the_evaluated_data(batched):
+    """IFCA's code (jichan3751/ifca, get_inference_stats) scores each machine with the model of
+    smallest loss on the data being scored; eval_assignment=training keeps the trained model."""
+    w, split, fed = _two_line_federation()
+    for mode, expected in (("evaluated_data", [1, 0]), ("training", [0, 0])):
+        alg = IFCA(num_clusters=2) if mode == "evaluated_data" else IFCA(num_clusters=2, eval_assignment=mode)
+        alg.centers = {"linear.weight": w.unsqueeze(1).clone()}
+        alg.assignment = torch.tensor([0, 0])
+        out = alg.local_outputs(fed, split, batched)
+        for k in range(2):
+            m = expected[k]
+            assert torch.allclose(out[k, :split.n[k]], split.x[k, :split.n[k]] @ w[m], atol=1e-5), (mode, k)
+        assert alg.assignment.tolist() == [0, 0]   # the training assignment (and ARI) is untouched
+
+
+def test_ifca_under_cam_repicks_by_the_additive_models_loss():
+    """With partner logits h, the pick minimises the loss of h + f_k, not of f_k alone."""
+    w, split, fed = _two_line_federation()
+    alg = IFCA(num_clusters=2)
+    alg.centers = {"linear.weight": w.unsqueeze(1).clone()}
+    alg.assignment = torch.tensor([0, 0])
+    partner = torch.stack([split.x[0] @ (w[1] - w[0]), torch.zeros(5)])   # client 0: h + f_0 fits exactly
+    assert alg.models_on(fed, split, partner).tolist() == [0, 0]
+    assert alg.models_on(fed, split).tolist() == [1, 0]
+    out = alg.local_outputs_beside(fed, split, False, partner)
+    assert torch.allclose(out[0, :5], split.x[0] @ w[0], atol=1e-5)

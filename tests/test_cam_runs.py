@@ -103,3 +103,30 @@ def test_label_partition_needs_one_distribution(tmp_path):
                     "model=lenet", "progress=false"])
     with pytest.raises(ConfigError, match="splits one labelled pool"):
         run(cfg, tmp_path / "x")
+
+
+def test_micro_accuracy_pools_all_clients_test_samples_and_the_report_shows_both(tmp_path):
+    """Fed-CAM §5 reports micro accuracy: correct predictions over all clients' test samples.
+    summary.json keeps it in local_micro beside the per-client mean, and the CAM table shows both."""
+    import numpy as np
+    from fedcluster.runner import build
+    root = tmp_path / "data"
+    write_mnist_like(root / "FashionMNIST" / "raw", n_train=400, n_test=100)
+    cfg = make_cfg(["+preset=cam/table2", f"dataset.root={root}", "partition=dirichlet", "num_clusters=2",
+                    "algorithm=ifca"] + TINY)
+    s = run(cfg, tmp_path / "sweep" / "ifca")
+    n = build(cfg)[1].data.local_test.n.numpy()
+    assert len(set(n.tolist())) > 1                       # clients hold different numbers of test samples
+    frame = pd.read_csv(tmp_path / "sweep" / "ifca" / "metrics.csv")
+    acc = frame[(frame["round"] == 2) & (frame["model"] == "local") & (frame["eval_set"] == "local_test")
+                & (frame["metric"] == "accuracy")].sort_values("model_index")
+    correct = (acc["value"].to_numpy() * n[acc["model_index"].to_numpy()]).round()
+    pooled = correct.sum() / n[acc["model_index"].to_numpy()].sum()
+    assert s["local_micro"]["local_test_accuracy"] == pytest.approx(pooled)
+    assert s["local"]["local_test_accuracy"] == pytest.approx(acc["value"].mean())
+    assert "local_test_macro_f1" not in s["local_micro"]   # macro-F1 is no mean over samples
+    build_report(tmp_path / "sweep")
+    table = pd.read_csv(tmp_path / "sweep" / "report_cam_table2.csv")
+    row = table[table["method"] == "ifca"].iloc[0]
+    assert row["fashion_mnist/dirichlet micro acc mean"] == pytest.approx(100 * pooled)
+    assert row["fashion_mnist/dirichlet acc mean"] == pytest.approx(100 * acc["value"].mean())

@@ -95,3 +95,131 @@ def test_option2_gradient_averaging_is_one_sgd_step_then_model_averaging():
         grads.append(torch.autograd.grad(loss, w)[0])
     expected = theta["linear.weight"][0] - lr * torch.stack(grads).mean(0)
     assert torch.allclose(averaged, expected, atol=1e-6)
+
+
+class _LossFed:
+    """A stand-in Federation whose clients report fixed loss vectors."""
+    def __init__(self, losses):
+        self.losses = torch.as_tensor(losses, dtype=torch.float64)
+        self.num_clients = len(self.losses)
+        self.device = torch.device("cpu")
+        self.dtype = torch.float32
+        self.seed = 0
+        self.sizes = torch.full((self.num_clients,), 10.0)
+
+    def mean_train_losses(self, models):
+        return self.losses
+
+    def generator(self, purpose, *keys):
+        from fedcluster.rng import generator
+        return generator(self.seed, purpose, *keys)
+
+    def sample_clients(self, fraction, t):
+        return torch.arange(self.num_clients)
+
+
+# Two groups of two clients. Summed raw losses favour group A -> model 0, B -> model 1 (cost 1 + 1 = 2
+# against 0 + 2.5); summed square roots favour the other pairing (1 + 1 = 2 against 0 + sqrt(2.5) = 1.58).
+_MATCH_LOSSES = [[1.0, 0.0], [1.0, 0.0], [2.5, 1.0], [2.5, 1.0]]
+
+
+@pytest.mark.parametrize("embedding,expected", [("loss", [0, 0, 1, 1]), ("sqrt_loss", [1, 1, 0, 0])])
+def test_matching_costs_use_the_clustering_embedding(embedding, expected):
+    """The authors' code (utils/algorithm_utils.py, clustered_federated_training_function) passes the
+    square-rooted loss vectors to match_clusters_to_models, so the Hungarian cost is on them too."""
+    from fedcluster.algorithms.clove import CLoVE
+    alg = CLoVE(num_clusters=2, embedding=embedding)
+    alg.centers = {"w": torch.zeros(2, 1)}
+    fed = _LossFed(_MATCH_LOSSES)
+    assert alg.assign(1, fed, torch.arange(4)).tolist() == expected
+
+
+@pytest.mark.parametrize("algorithm", ["clove", "ifca"])
+def test_random_first_round_gives_every_model_a_client(algorithm):
+    """The authors' code (utils/algorithm_utils.py, first round with 'random' assignment, used by
+    CLoVE and IFCA alike) hands a random client to every model that drew none. 5 clients on 4
+    models leave a model empty in most plain uniform draws; over 20 seeds none may."""
+    from fedcluster.algorithms import IFCA
+    from fedcluster.algorithms.clove import CLoVE
+    for seed in range(20):
+        fed = _LossFed(np.ones((5, 4)))
+        fed.seed = seed
+        alg = (CLoVE if algorithm == "clove" else IFCA)(num_clusters=4, first_round="random")
+        alg.centers = {"w": torch.zeros(4, 1)}
+        alg.assignment = torch.zeros(5, dtype=torch.long)
+        alg.plan(0, fed)
+        assert sorted(set(alg.assignment.tolist())) == [0, 1, 2, 3], (seed, alg.assignment.tolist())
+
+
+def test_random_assignment_with_fewer_clients_than_models_uses_distinct_models():
+    from fedcluster.algorithms.base import random_assignment
+    from fedcluster.rng import generator
+    for seed in range(10):
+        a = random_assignment(3, 5, generator(seed, "test"))
+        assert len(set(a.tolist())) == 3 and a.max() < 5
+        b = random_assignment(40, 3, generator(seed, "test"))
+        assert torch.bincount(b, minlength=3).min() >= 1
+
+
+def test_option2_client_gradients_are_full_batch_mean_loss_gradients():
+    """CLoVE Option II as the authors' compute_gradient: the gradient of each client's mean loss
+    over all its samples (padding excluded) at its starting model, with no step."""
+    from fedcluster.engine.local import LocalJob, LocalTrainer, full_batch_schedule
+    from fedcluster.engine.optim import build_optimizer
+    from fedcluster.models import LinearRegression
+    torch.manual_seed(0)
+    model = LinearRegression((3,))
+    n = torch.tensor([10, 4, 7])
+    x, y = torch.randn(3, 10, 3), torch.randn(3, 10)
+    start = {k: torch.randn(2, *v.shape) for k, v in model.named_parameters()}
+    trainer = LocalTrainer(model, "regression", build_optimizer("sgd", lr=0.1), epochs=1, batch_size=2)
+    trainer.GRADIENT_CHUNK = 3   # several chunks per client: their gradients must add up to the full batch's
+    rows = torch.tensor([2, 0])
+    job = LocalJob(x, y, rows, start, {}, full_batch_schedule(n[rows], 10))
+    result = trainer.gradients(job)
+    for m, c in enumerate(rows.tolist()):
+        w = {k: v[m].clone().requires_grad_(True) for k, v in start.items()}
+        out = torch.func.functional_call(model, w, (x[c, :n[c]],))
+        loss = ((out - y[c, :n[c]]) ** 2).mean()
+        expected = torch.autograd.grad(loss, list(w.values()))
+        for k, g in zip(w, expected):
+            assert torch.allclose(result.params[k][m], g, atol=1e-5)
+        assert result.last_loss[m] == pytest.approx(float(loss.detach()), rel=1e-5)
+    for k in start:   # the starting parameters are untouched
+        assert torch.equal(job.start[k], start[k])
+
+
+@pytest.mark.parametrize("server_optimizer", ["sgd", "adam"])
+def test_option2_server_step_on_the_weighted_mean_gradient(server_optimizer):
+    """Line 15 with the authors' server step: a fresh optimizer of the clients' kind each round.
+    SGD: theta - lr * mean gradient; Adam from fresh state: theta - lr * g / (|g| + eps)."""
+    from fedcluster.algorithms.base import RoundPlan
+    from fedcluster.algorithms.clove import CLoVE
+    lr = 0.1
+    alg = CLoVE(num_clusters=2, averaging="gradient", server_optimizer=server_optimizer, server_lr=lr)
+    alg.centers = {"w": torch.tensor([[1.0, 1.0], [5.0, 5.0]])}
+    alg.assignment = torch.tensor([0, 0, 0])            # model 1 gets no client: unchanged
+    grads = {"w": torch.tensor([[1.0, -2.0], [4.0, 4.0], [0.0, 0.0]])}
+    fed = _LossFed(np.zeros((3, 2)))
+    fed.sizes = torch.tensor([10.0, 30.0, 60.0])
+    alg.aggregate(0, RoundPlan(torch.arange(3), None, local="gradient"), grads, fed)
+    g = (10 * grads["w"][0] + 30 * grads["w"][1]) / 100
+    step = g if server_optimizer == "sgd" else g / (g.abs() + 1e-8)
+    assert torch.allclose(alg.centers["w"][0], torch.tensor([1.0, 1.0]) - lr * step, atol=1e-6)
+    assert torch.equal(alg.centers["w"][1], torch.tensor([5.0, 5.0]))
+    alg2 = CLoVE(num_clusters=2, averaging="gradient", server_optimizer=server_optimizer, server_lr=lr)
+    alg2.centers, alg2.assignment = alg.centers, torch.zeros(3, dtype=torch.long)
+    assert alg2.plan(1, _LossFed([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]])).local == "gradient"
+
+
+def test_cfl_keeps_the_authors_thresholds_and_offers_calibrated_ones():
+    """algorithm=cfl: eps1 = 0.4, eps2 = 1.6 and 20 warm-up rounds as in the authors' notebook;
+    algorithm=cfl_calibrated: thresholds read off this tool's cfl_splits.csv for CLoVE's FMNIST
+    setting (see its yaml)."""
+    from conftest import make_cfg
+    from fedcluster.runner import make
+    default = make_cfg(["algorithm=cfl"]).algorithm
+    assert (default.eps1, default.eps2, default.warmup_rounds) == (0.4, 1.6, 20)
+    calibrated = make_cfg(["algorithm=cfl_calibrated"]).algorithm
+    assert calibrated.name == "cfl_calibrated" and (calibrated.eps1, calibrated.eps2) == (0.3, 0.43)
+    assert calibrated.warmup_rounds == 20 and make(calibrated).eps2 == 0.43

@@ -126,3 +126,17 @@ def test_study_presets_run_and_report(tmp_path, root, preset, table, option):
     build_report(tmp_path)
     frame = pd.read_csv(tmp_path / f"report_{table}.csv")
     assert len(frame) == 2 and "ARI" in " ".join(frame.columns)
+
+
+def test_clove_option2_gradient_averaging_runs_and_moves_the_models(tmp_path, root):
+    """averaging=gradient: no local training, the clients' full-batch gradients and a server step
+    of train.optimizer / train.lr (the interpolated defaults); the same numbers on every engine."""
+    c = cfg(root, "partition=label_skew1", "num_clusters=4", "algorithm=clove", "algorithm.averaging=gradient")
+    assert c.algorithm.server_optimizer == "adam" and c.algorithm.server_lr == 0.003
+    out = [run(cfg(root, "partition=label_skew1", "num_clusters=4", "algorithm=clove",
+                   "algorithm.averaging=gradient", f"engine={e}"), tmp_path / e)
+           for e in ("batched", "sequential")]
+    assert out[0]["local"] == out[1]["local"] and out[0]["config"]["algorithm"]["averaging"] == "gradient"
+    # the last round's loss vectors: every client's best model is well below an untrained one's ln(10) = 2.3
+    losses = pd.read_csv(tmp_path / "batched" / "loss_vectors.csv").to_numpy()
+    assert losses.min(1).max() < 2.0

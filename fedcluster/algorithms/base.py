@@ -1,8 +1,9 @@
 """What an algorithm decides; the round loop (fedcluster.runner) does everything else.
 
 Each round the loop asks `plan(t)` which clients train, from which parameters and on
-which proximal objective; it trains them (batched or sequential engine) and hands the
-results to `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
+which proximal objective; it trains them (batched or sequential engine), or only takes each
+one's full-batch gradient when the plan says `local="gradient"`, and hands the results to
+`aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
 on every distribution's test set and `local_outputs()` (each client's own predictor) on
 every client's data."""
 from dataclasses import dataclass, replace
@@ -24,6 +25,10 @@ class RoundPlan:
     coeffs: Optional[torch.Tensor] = None  # [M, R] proximal coefficients
     offsets: Optional[torch.Tensor] = None # [M, Nmax, C] frozen logits added to the outputs (Fed-CAM)
     sample_weights: Optional[torch.Tensor] = None  # [M, Nmax] per-sample loss weights (FedEM's q)
+    # What the clients compute: "train" (local training by the engines; `aggregate` gets the
+    # trained parameters) or "gradient" (no step: each row's gradient of its client's mean loss
+    # over all its training samples at `start`; `aggregate` gets those gradients, CLoVE Option II)
+    local: str = "train"
 
 
 def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
@@ -56,6 +61,8 @@ def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
         like = next(p.sample_weights for p in plans if p.sample_weights is not None)
         weights = torch.cat([p.sample_weights if p.sample_weights is not None
                              else like.new_ones(len(p.clients), like.shape[1]) for p in plans])
+    if any(p.local != "train" for p in plans):
+        raise ValueError("concat_plans: only training plans can be trained together")
     return RoundPlan(clients, start, refs, coeffs, offsets, weights)
 
 
@@ -144,6 +151,13 @@ class Algorithm:
         Default: the client's local model; additive and ensemble methods override it."""
         return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, batched)
 
+    def local_outputs_beside(self, fed: Federation, split, batched: bool, partner: torch.Tensor) -> torch.Tensor:
+        """This method's part of an additive predictor `partner` + f (Fed-CAM's h(x; Theta_g) +
+        f(x; Theta_c(i))): the outputs [N, Nmax, ...] to add to the frozen `partner` logits on
+        `split`. Default: `local_outputs`, which does not depend on the partner; a method that
+        picks each client's model by its loss on the evaluated data (IFCA) picks by the sum's loss."""
+        return self.local_outputs(fed, split, batched)
+
     def local_predictors(self, fed: Federation, split, batched: bool) -> dict:
         """Every predictor scored for each client: {"local": `local_outputs`} plus, for a method
         that can predict more than one way from the same training, {"local:<name>": outputs}
@@ -177,3 +191,24 @@ def weighted_mean_rows(stack: Stack, index: torch.Tensor, weights: torch.Tensor)
     """sum_i weights[i] * stack[index[i]] / sum(weights), as a single-row stack."""
     w = (weights / weights.sum()).to(next(iter(stack.values())).dtype)
     return {k: torch.einsum("m,m...->...", w, v[index]).unsqueeze(0) for k, v in stack.items()}
+
+
+def random_assignment(n: int, k: int, g: torch.Generator) -> torch.Tensor:
+    """[n] a random model in 0..k-1 for each of n clients, every model getting at least one
+    client (at most one each when n < k: then n distinct models).
+
+    Random first round of CLoVE §5.2 ('first:r'). The authors' code (utils/algorithm_utils.py,
+    clustered_federated_training_function) draws each client's model uniformly and then gives
+    every model that drew no client a randomly chosen client. Its fix-up may take the only client
+    of another model; here the client moved to an empty model is drawn among those whose model
+    keeps at least one other client, so no model is left empty."""
+    if n < k:
+        return torch.randperm(k, generator=g)[:n]
+    labels = torch.randint(0, k, (n,), generator=g)
+    for j in range(k):
+        if (labels == j).any():
+            continue
+        counts = torch.bincount(labels, minlength=k)
+        movable = torch.nonzero(counts[labels] > 1).squeeze(1)
+        labels[movable[torch.randint(len(movable), (1,), generator=g)]] = j
+    return labels

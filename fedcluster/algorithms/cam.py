@@ -87,7 +87,8 @@ class CAM(Algorithm):
             return self.global_logits(fed, split)
         if phase == "base":
             return self.base.local_outputs(fed, split, batched)
-        return self.global_logits(fed, split) + self.base.local_outputs(fed, split, batched)
+        h = self.global_logits(fed, split)
+        return h + self.base.local_outputs_beside(fed, split, batched, h)
 
     def local_models(self, fed):
         return self.base.local_models(fed)

@@ -3,15 +3,26 @@
 Each round the participating clients report their loss vector (mean training loss of each
 of the K models, lines 5-7); the server clusters the vectors into K groups (line 9) and maps
 groups to models by a minimum-cost bipartite matching whose cost is the groups' summed
-loss on each model (line 10, Hungarian method). Each client then trains its group's model
+loss on each model (line 10, Hungarian method; with the square-root embedding the cost sums
+square roots, as in the authors' code). Each client then trains its group's model
 and each model becomes the n_i-weighted average of its clients' results (Option I, lines
-11-15). Option II (gradient averaging) is Option I with one plain SGD step per round
-(train.optimizer=sgd train.momentum=0 train.steps=1, train.batch_size = the mini-batch of
-line 12): averaging theta - lr g_i over the group equals theta - lr * (weighted mean
-gradient), the update of line 15 (tests/test_clove.py checks this identity).
+11-15).
+
+Option II (gradient averaging, lines 12 and 15), `averaging=gradient`, as the authors' code
+does it (utils/algorithm_utils.py, averaging_mode='gradient_averaging'; utils/learning_utils.py,
+compute_gradient): each client sends the gradient of its mean training loss over all its
+samples at its assigned model (one full batch, model in eval mode, no local step); the server
+takes the n_i-weighted mean gradient of each model's clients and applies one step of a fresh
+optimizer of the clients' kind and learning rate (their get_custom_optimizer: Adam or SGD,
+lr = local_learning_rate, new each round, so Adam's first, bias-corrected step is about
+lr * sign(g)). `server_optimizer` / `server_lr` default to train.optimizer / train.lr
+(conf/algorithm/clove.yaml). With server_optimizer=sgd this is line 15 exactly. (Option I
+with one plain SGD step, train.optimizer=sgd train.steps=1, gives the same update on the
+mini-batch: tests/test_clove.py checks that identity.)
 
 Options from §5.2-5.3: models initialised independently or identical; first-round
-assignment by evaluation (as every round) or at random; k-means or agglomerative
+assignment by evaluation (as every round) or at random (every model at least one client, as
+the authors' code ensures); k-means or agglomerative
 clustering; loss or square-root loss embeddings; no matching (group k, ordered by its
 smallest client id, gets model k)."""
 from typing import Optional
@@ -21,14 +32,15 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import AgglomerativeClustering, KMeans
 
+from ..engine.optim import build_optimizer
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..rng import derived_seed
-from .base import Algorithm, RoundPlan, weighted_mean_rows
+from .base import Algorithm, RoundPlan, random_assignment, weighted_mean_rows
 
 CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
            "matching": ("hungarian", "none"), "init": ("independent", "identical"),
-           "first_round": ("evaluation", "random")}
+           "first_round": ("evaluation", "random"), "averaging": ("model", "gradient")}
 
 
 def cluster_vectors(vectors: np.ndarray, k: int, method: str, seed: int) -> np.ndarray:
@@ -43,7 +55,8 @@ def cluster_vectors(vectors: np.ndarray, k: int, method: str, seed: int) -> np.n
 
 def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str = "hungarian") -> np.ndarray:
     """Model index of each group label. `hungarian`: the minimum-cost bipartite matching of
-    groups to models, cost[g, j] = sum of the losses of group g's clients on model j.
+    groups to models, cost[g, j] = sum of the embedded losses (the rows that were clustered:
+    losses, or their square roots) of group g's clients on model j.
     `none`: groups ordered by their smallest client index get models 0, 1, ... (§5.3)."""
     labels = np.unique(groups)
     if matching == "none":
@@ -64,16 +77,20 @@ class CLoVE(Algorithm):
 
     def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, clustering: str = "kmeans",
                  embedding: str = "loss", matching: str = "hungarian", init: str = "independent",
-                 first_round: str = "evaluation"):
+                 first_round: str = "evaluation", averaging: str = "model", server_optimizer: str = "adam",
+                 server_lr: float = 1e-3):
         for key, value in (("clustering", clustering), ("embedding", embedding), ("matching", matching),
-                           ("init", init), ("first_round", first_round)):
+                           ("init", init), ("first_round", first_round), ("averaging", averaging)):
             if value not in CHOICES[key]:
                 raise ConfigError(f"algorithm.{key}={value!r} is unknown; allowed: {list(CHOICES[key])}")
         if not 0 < client_fraction <= 1:
             raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
         self.num_clusters, self.client_fraction = num_clusters, client_fraction
         self.clustering, self.embedding, self.matching = clustering, embedding, matching
-        self.init, self.first_round = init, first_round
+        self.init, self.first_round, self.averaging = init, first_round, averaging
+        # Option II's server step: a plain optimizer (no momentum, no weight decay), as the authors'
+        # get_custom_optimizer builds it; `_` keeps it out of the checkpointed state.
+        self._server_optimizer = build_optimizer(server_optimizer, lr=server_lr, momentum=0.0, weight_decay=0.0)
 
     def setup(self, fed):
         self.centers = fed.init_models(self.num_clusters, "centers")
@@ -86,31 +103,43 @@ class CLoVE(Algorithm):
         """Lines 5-10: loss vectors -> groups -> models."""
         losses = fed.mean_train_losses(self.centers)[clients]                 # [M, K]
         self.loss_vectors = losses
-        if t == 0 and self.first_round == "random":
+        if t == 0 and self.first_round == "random":   # every model gets a client (random_assignment)
             g = fed.generator("clove-first-round")
-            return torch.randint(0, self.num_clusters, (len(clients),), generator=g).to(fed.device)
+            return random_assignment(len(clients), self.num_clusters, g).to(fed.device)
         L = losses.double().cpu().numpy()
         vectors = np.sqrt(np.maximum(L, 0)) if self.embedding == "sqrt_loss" else L
         seed = derived_seed(fed.seed, "clove-kmeans", t) % 2 ** 32
         groups = cluster_vectors(vectors, self.num_clusters, self.clustering, seed)
-        model_of_group = match_groups_to_models(groups, L, self.matching)
+        # The matching cost is summed over the same vectors that were clustered (square roots
+        # under sqrt_loss), as the authors' code does: its match_clusters_to_models receives the
+        # transformed loss vectors (utils/algorithm_utils.py, clustered_federated_training_function).
+        model_of_group = match_groups_to_models(groups, vectors, self.matching)
         return torch.as_tensor(model_of_group[groups], device=fed.device)
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
         self.assignment[clients] = self.assign(t, fed, clients)
-        return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
+        local = "gradient" if self.averaging == "gradient" else "train"
+        return RoundPlan(clients, repeat(self.centers, self.assignment[clients]), local=local)
 
     def aggregate(self, t, plan, trained, fed):
-        """Option I, line 15: models without clients this round stay as they are."""
+        """Line 15; models without clients this round stay as they are. Option I: the
+        n_i-weighted mean of the trained models. Option II: `trained` holds the clients'
+        gradients; one server-optimizer step on their n_i-weighted mean, from fresh state."""
         groups = self.assignment[plan.clients]
         sizes = fed.sizes[plan.clients].double()
         for j in range(self.num_clusters):
             members = torch.nonzero(groups == j).squeeze(1)
-            if len(members):
-                row = weighted_mean_rows(trained, members, sizes[members])
-                for k in self.centers:
-                    self.centers[k][j] = row[k][0]
+            if not len(members):
+                continue
+            row = weighted_mean_rows(trained, members, sizes[members])
+            if self.averaging == "gradient":   # row: the mean gradient of the trainable parameters
+                opt = self._server_optimizer
+                theta = {k: self.centers[k][j: j + 1] for k in row}
+                ones = torch.ones(1, dtype=torch.bool, device=fed.device)
+                row, _ = opt.update(theta, row, opt.init(theta), ones)
+            for k in row:
+                self.centers[k][j] = row[k][0]
 
     def cluster_models(self):
         return self.centers

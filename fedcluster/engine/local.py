@@ -136,6 +136,14 @@ def step_schedule(n: torch.Tensor, steps: int, batch_size: int, g: torch.Generat
     return Schedule(index, valid)
 
 
+def full_batch_schedule(n: torch.Tensor, width: int) -> Schedule:
+    """One step whose batch is all of each client's samples (in order): what a client needs to
+    report the gradient of its mean training loss (CLoVE's Option II)."""
+    n = n.cpu()
+    pos = torch.arange(width)
+    return Schedule(pos.expand(len(n), 1, width).clone(), (pos[None, :] < n[:, None]).unsqueeze(1))
+
+
 class LocalTrainer:
     """Local solver: `epochs` passes over the data, or exactly `steps` mini-batch steps when
     steps is set."""
@@ -339,6 +347,46 @@ class LocalTrainer:
                 params[k][m] = p[k][0]
             put_state(state, slice(m, m + 1), s)
         return log.result({**params, **buffers}, state)
+
+    # -- no training: each row's gradient at its starting parameters -------------------------
+    GRADIENT_CHUNK = 1024   # samples per forward/backward pass; the gradients of the chunks are summed
+
+    def gradients(self, job: LocalJob) -> LocalResult:
+        """Each row's gradient of its client's mean training loss over all the samples of step 0
+        of the job's schedule (`full_batch_schedule`: all of them), at its starting parameters,
+        with no optimizer step: CLoVE's Option II, as the authors' code computes it
+        (utils/learning_utils.py, compute_gradient: one batch of all the client's data, the model
+        in eval mode). Returned in `params` (trainable parameters only); first_loss = last_loss =
+        the mean loss at the start. The proximal terms of the objective are not used."""
+        params, buffers = self.split(job.start)
+        single_grad = grad(self.objective, has_aux=True)
+        grads = {k: torch.zeros_like(v) for k, v in params.items()}
+        M = len(job.rows)
+        log = RowLosses(M, job.x.device, job.x.dtype)
+        was_training = self.model.training
+        self.model.eval()   # batch norm: running statistics, not updated; dropout off
+        try:
+            for m in range(M):
+                batch = self.row_batch(job, m, 0, int(job.rows[m]))
+                if batch is None:
+                    continue
+                x, y, valid, offset, weight = batch
+                p = {k: v[m] for k, v in params.items()}
+                b = {k: v[m] for k, v in buffers.items()}
+                total, loss = 0.0, 0.0
+                for lo in range(0, len(y), self.GRADIENT_CHUNK):
+                    part = slice(lo, lo + self.GRADIENT_CHUNK)
+                    share = len(y[part]) / len(y)   # a chunk's mean loss counts by its share of the samples
+                    g, chunk_loss = single_grad(p, x[part], y[part], valid[part], None, None,
+                                                None if offset is None else offset[part],
+                                                None if weight is None else weight[part], b)
+                    for k in grads:
+                        grads[k][m] += share * g[k]
+                    loss = loss + share * chunk_loss.detach()
+                log.record(torch.tensor([m], device=job.x.device), torch.as_tensor(loss).reshape(1))
+        finally:
+            self.model.train(was_training)
+        return log.result(grads, job.opt_state)
 
     def train(self, job: LocalJob, engine: str) -> LocalResult:
         if engine == "batched":
