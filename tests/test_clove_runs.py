@@ -1,4 +1,5 @@
 """CLoVE, CFL and IFCA end to end on a small learnable fake Fashion-MNIST with cluster skews."""
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -137,6 +138,7 @@ def test_clove_option2_gradient_averaging_runs_and_moves_the_models(tmp_path, ro
                    "algorithm.averaging=gradient", f"engine={e}"), tmp_path / e)
            for e in ("batched", "sequential")]
     assert out[0]["local"] == out[1]["local"] and out[0]["config"]["algorithm"]["averaging"] == "gradient"
-    # the last round's loss vectors: every client's best model is well below an untrained one's ln(10) = 2.3
+    # the last round's loss vectors: the models moved apart and specialised, every client's best model
+    # well below its median one (untrained models would all sit near ln(10) = 2.3)
     losses = pd.read_csv(tmp_path / "batched" / "loss_vectors.csv").to_numpy()
-    assert losses.min(1).max() < 2.0
+    assert (losses.min(1) < 0.6 * np.median(losses, 1)).all() and losses.max() > 4.0
