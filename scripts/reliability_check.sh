@@ -55,7 +55,7 @@ expect_refusal "train.weight_decay=-1.0 is out of range" train.weight_decay=-1
 expect_refusal "train.weight_decay=nan is not a finite" train.weight_decay=nan
 expect_refusal "train.optimizer='rmsprop' is unknown" train.optimizer=rmsprop
 expect_refusal "partition.num_clients=0 is out of range" partition.num_clients=0
-expect_refusal "this run needs at least" partition.num_clients=10000000
+expect_refusal "this run needs at least" partition.num_clients=100000000   # ~577 GiB: refused on any machine
 expect_refusal "partition.min_samples=0 is out of range" partition.min_samples=0
 expect_refusal "min_samples=100 exceeds partition.max_samples=50" partition.min_samples=100 partition.max_samples=50
 expect_refusal "partition.local_test_fraction=1.5 is out of range" partition.local_test_fraction=1.5
