@@ -67,11 +67,6 @@ def _fail(message: str, code: int = 2):
     sys.exit(code)
 
 
-def _task_config(config: DictConfig) -> DictConfig:
-    task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-    return task
-
-
 class RunDirGuard(Callback):
     """Checks that must come before Hydra creates the output directory."""
 
@@ -79,7 +74,7 @@ class RunDirGuard(Callback):
         from .rundir import check_place
         from .validate import validate
         try:
-            validate(_task_config(config))
+            validate(config)   # validate() leaves out the hydra node
             check_place(config.hydra.run.dir)
         except ConfigError as e:
             _fail(str(e))

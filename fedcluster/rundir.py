@@ -21,7 +21,7 @@ from typing import Iterator, List, Optional
 
 import yaml
 
-from .errors import ConfigError, RunDirectoryError
+from .errors import RunDirectoryError
 
 VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "hydra")
 CONFIG_FILE = "config.yaml"
@@ -66,9 +66,10 @@ class Claim:
     summary: Optional[dict] = None  # the finished run's summary (state "complete")
 
 
-def _check_place(path: Path) -> None:
+def check_place(path) -> None:
     """Create `path` (parents too) or fail with one line saying why: an existing file, a
     read-only file system, no permission. Creating an empty directory is all this writes."""
+    path = Path(path)
     if path.exists() and not path.is_dir():
         raise RunDirectoryError(f"output directory {path} is an existing file, not a directory; "
                                 "choose another hydra.run.dir")
@@ -80,11 +81,6 @@ def _check_place(path: Path) -> None:
     if not os.access(path, os.W_OK | os.X_OK):
         raise RunDirectoryError(f"output directory {path} is not writable (permission denied or read-only "
                                 "file system); choose another hydra.run.dir")
-
-
-def check_place(path) -> None:
-    """Public form of the placement check (the CLI calls it before Hydra creates the directory)."""
-    _check_place(Path(path))
 
 
 def _read_config(path: Path) -> Optional[dict]:
@@ -161,14 +157,12 @@ def locked(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def claim(path, requested: dict, overwrite: bool = False, checkpoint_fingerprint=None) -> Iterator[Claim]:
-    """Own `path` for one run of `requested` (the resolved config as a plain dict).
-
-    `checkpoint_fingerprint(path) -> Optional[str]` reads an existing checkpoint's fingerprint
-    (for directories whose config.yaml is missing); compared with `fingerprint(requested)`."""
+def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
+    """Own `path` for one run of `requested` (the resolved config as a plain dict); the CLI has
+    already called `check_place` before Hydra touched the path, `run()` callers get it here."""
     path = Path(path)
     existed = path.exists()
-    _check_place(path)
+    check_place(path)
     try:
         with locked(path):
             yield _inspect(path, requested, overwrite)

@@ -133,14 +133,15 @@ def build(cfg: DictConfig):
             raise ConfigError(f"model={cfg.model.name} does not fit dataset={cfg.dataset.name}'s inputs "
                               f"(shape {in_shape}): {reason}") from None
 
-    num_params = sum(p.numel() for p in build_model().parameters())
+    model = build_model()
+    num_params = sum(p.numel() for p in model.parameters())
 
     def fits(num_clients, train_width, test_width):
         check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
                    hw.torch_device, f"partition.num_clients={num_clients}")
 
     data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
-    model = build_model().to(hw.torch_device, hw.torch_dtype)
+    model = model.to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
     with open_dict(cfg):
         if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters
@@ -156,10 +157,6 @@ def build(cfg: DictConfig):
     algorithm = make(alg_cfg)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype)
     t = cfg.train
-    if t.epochs < 1 or t.batch_size < 1:
-        raise ConfigError(f"train.epochs={t.epochs} and train.batch_size={t.batch_size} must be >= 1")
-    if t.steps is not None and t.steps < 1:
-        raise ConfigError(f"train.steps={t.steps} must be >= 1, or null to train for train.epochs epochs")
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
     trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps,
                            augment=getattr(source, "augment", None))
@@ -180,9 +177,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
     resumes from its checkpoint; a finished one is returned as is (`already_complete`), unless
     `overwrite=true`. `on_claimed(path)` runs once the directory is ours (the CLI writes
     Hydra's .hydra/ files there)."""
-    validate(cfg)
-    if cfg.rounds < 1:
-        raise ConfigError(f"rounds={cfg.rounds} must be >= 1")
+    validate(cfg)   # every range, rounds/epochs/batch_size/steps included
     requested = requested_config(cfg)
     with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
         if owned.state == "complete":

@@ -2,7 +2,7 @@
 import torch
 
 from ..errors import ConfigError
-from ..models.stacked import Stack, repeat
+from ..models.stacked import repeat
 from .base import Algorithm, RoundPlan
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
 

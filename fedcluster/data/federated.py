@@ -1,10 +1,10 @@
 """Client data as padded, stacked tensors that stay resident on the device."""
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 import torch
 
-from ..partitions import LabelSplit, PartitionPlan
+from ..partitions import PartitionPlan
 from ..rng import generator
 
 

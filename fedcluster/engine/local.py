@@ -373,7 +373,7 @@ class LocalTrainer:
                 x, y, valid, offset, weight = batch
                 p = {k: v[m] for k, v in params.items()}
                 b = {k: v[m] for k, v in buffers.items()}
-                total, loss = 0.0, 0.0
+                loss = 0.0
                 for lo in range(0, len(y), self.GRADIENT_CHUNK):
                     part = slice(lo, lo + self.GRADIENT_CHUNK)
                     share = len(y[part]) / len(y)   # a chunk's mean loss counts by its share of the samples
