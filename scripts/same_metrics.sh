@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Fixed-seed runs, one per algorithm family, whose metrics.csv must stay byte-identical across a
+# refactor: run before and after, compare the sha256sum lines (issue "One place for each idea").
+# Usage: bash scripts/same_metrics.sh OUT_DIR     (one thread, so the sums do not depend on the machine's cores)
+set -euo pipefail
+out=${1:?usage: scripts/same_metrics.sh OUT_DIR}
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+common=(progress=false plots=false seed=3)
+img=(dataset=fashion_mnist 'dataset.distributions=[{rotation: 0}]' model=lenet dataset.train_size=3000 partition=cluster_dirichlet partition.num_clients=12
+     num_clusters=3 train.steps=4 train.batch_size=16 train.lr=0.01 rounds=6 eval_every=2)
+fedcluster "${common[@]}" algorithm=fedsoft rounds=8 hydra.run.dir="$out/fedsoft"
+fedcluster "${common[@]}" algorithm=fedem rounds=8 hydra.run.dir="$out/fedem"
+fedcluster "${common[@]}" "${img[@]}" algorithm=ifca hydra.run.dir="$out/ifca"
+fedcluster "${common[@]}" "${img[@]}" algorithm=ifca_cam warmup_rounds=2 hydra.run.dir="$out/ifca_cam"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fesem_cam warmup_rounds=2 hydra.run.dir="$out/fesem_cam"
+fedcluster "${common[@]}" "${img[@]}" algorithm=clove hydra.run.dir="$out/clove"
+fedcluster "${common[@]}" "${img[@]}" algorithm=clove algorithm.averaging=gradient hydra.run.dir="$out/clove_gradient"
+fedcluster "${common[@]}" "${img[@]}" algorithm=cfl algorithm.warmup_rounds=2 algorithm.eps1=10 algorithm.eps2=0 hydra.run.dir="$out/cfl"
+fedcluster "${common[@]}" "${img[@]}" algorithm=ifca engine=batched hydra.run.dir="$out/ifca_batched"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedprox hydra.run.dir="$out/fedprox"
+fedcluster "${common[@]}" "${img[@]}" algorithm=local hydra.run.dir="$out/local"
+cd "$out" && sha256sum */metrics.csv
