@@ -142,7 +142,7 @@ def _client_loss(model, x, y, task, batch):
 
 def reference_seconds_per_round(key: str, rounds: int, device: str) -> dict:
     """The same rounds as `fedcluster_seconds_per_round`, written as a peer library writes them."""
-    from fedcluster.runner import build
+    from fedcluster.assemble import build
     cfg = compose(WORKLOADS[key][2] + COMMON + [f"hardware={device}"])
     hw, fed, _, _ = build(cfg)
     data, t, task = fed.data, cfg.train, fed.data.task
@@ -215,7 +215,7 @@ def reference_in_fresh_process(key: str, rounds: int, device: str) -> dict:
 
 def samples_per_round(key: str) -> int:
     """Training samples one round visits (all clients train every round in these workloads)."""
-    from fedcluster.runner import build
+    from fedcluster.assemble import build
     cfg = compose(WORKLOADS[key][2] + COMMON)
     _, fed, _, _ = build(cfg)
     n, t = fed.data.train.n, cfg.train

@@ -10,7 +10,8 @@ from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule
 from fedcluster.engine.optim import build_optimizer
 from fedcluster.models import BatchNormCNN
 from fedcluster.models.stacked import init_stack
-from fedcluster.runner import choose_engine, run
+from fedcluster.assemble import choose_engine
+from fedcluster.runner import run
 
 from conftest import make_cfg
 from fakedata import write_cifar10

@@ -6,7 +6,8 @@ import pytest
 
 from fedcluster.algorithms.cam import CAM
 from fedcluster.report import build_report
-from fedcluster.runner import CHECKPOINT, run
+from fedcluster.record import CHECKPOINT
+from fedcluster.runner import run
 
 from conftest import make_cfg
 from fakedata import write_cifar10, write_mnist_like
@@ -109,7 +110,7 @@ def test_micro_accuracy_pools_all_clients_test_samples_and_the_report_shows_both
     """Fed-CAM §5 reports micro accuracy: correct predictions over all clients' test samples.
     summary.json keeps it in local_micro beside the per-client mean, and the CAM table shows both."""
     import numpy as np
-    from fedcluster.runner import build
+    from fedcluster.assemble import build
     root = tmp_path / "data"
     write_mnist_like(root / "FashionMNIST" / "raw", n_train=400, n_test=100)
     cfg = make_cfg(["+preset=cam/table2", f"dataset.root={root}", "partition=dirichlet", "num_clusters=2",

@@ -217,7 +217,7 @@ def test_cfl_keeps_the_authors_thresholds_and_offers_calibrated_ones():
     algorithm=cfl_calibrated: thresholds read off this tool's cfl_splits.csv for CLoVE's FMNIST
     setting (see its yaml)."""
     from conftest import make_cfg
-    from fedcluster.runner import make
+    from fedcluster.assemble import make
     default = make_cfg(["algorithm=cfl"]).algorithm
     assert (default.eps1, default.eps2, default.warmup_rounds) == (0.4, 1.6, 20)
     calibrated = make_cfg(["algorithm=cfl_calibrated"]).algorithm

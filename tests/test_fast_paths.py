@@ -13,7 +13,8 @@ from fedcluster.hardware import Hardware
 from fedcluster.models import LeNetCNN, LettersCNN
 from fedcluster.models.pooling import max_pool_2x2
 from fedcluster.models.stacked import init_stack
-from fedcluster.runner import choose_engine, run
+from fedcluster.assemble import choose_engine
+from fedcluster.runner import run
 
 from conftest import make_cfg, SMALL
 

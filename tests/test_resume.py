@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from fedcluster.algorithms.fedsoft import FedSoft
-from fedcluster.runner import CHECKPOINT, run
+from fedcluster.record import CHECKPOINT
+from fedcluster.runner import run
 
 from conftest import SMALL, make_cfg
 

@@ -9,7 +9,7 @@ import torch
 from fedcluster.data.federated import build_label_federated_data
 from fedcluster.errors import ConfigError
 from fedcluster.partitions import ConceptShift, FeatureSkew, LabelSkew1, LabelSkew2, LabelSkew3, LabelSkew4
-from fedcluster.runner import make
+from fedcluster.assemble import make
 
 from conftest import make_cfg
 

@@ -179,6 +179,11 @@ class Algorithm:
         top = (w == w.max(1, keepdim=True).values).to(torch.float64)
         return (top / top.sum(1, keepdim=True)).sum(0)
 
+    def artifacts(self) -> dict:
+        """{name: DataFrame} extra tables the run writes as <name>.csv when it ends (CFL's split
+        log, the last round's loss vectors of IFCA and CLoVE)."""
+        return {}
+
     def state_dict(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, (torch.Tensor, dict)) and not k.startswith("_")}
 

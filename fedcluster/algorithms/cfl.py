@@ -13,12 +13,14 @@ eps2 = 1.6 are its MNIST values, to be tuned per model and data."""
 from typing import List
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.cluster import AgglomerativeClustering
 
 from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
-from .base import Algorithm, RoundPlan
+from .base import RoundPlan
+from .clustered import ClusteredAlgorithm
 
 
 def flat_updates(trained: Stack, start: Stack) -> torch.Tensor:
@@ -42,7 +44,7 @@ def bipartition(updates: torch.Tensor) -> np.ndarray:
     return AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete").fit_predict(distance)
 
 
-class CFL(Algorithm):
+class CFL(ClusteredAlgorithm):
     name = "cfl"
 
     def __init__(self, eps1: float = 0.4, eps2: float = 1.6, warmup_rounds: int = 20, max_clusters: int = 0):
@@ -53,17 +55,17 @@ class CFL(Algorithm):
         self.eps1, self.eps2, self.warmup_rounds, self.max_clusters = eps1, eps2, warmup_rounds, max_clusters
 
     def setup(self, fed):
-        self.models = fed.init_models(1, "centers")
+        self.centers = fed.init_models(1, "centers")
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
         self.split_log: List[dict] = []
 
     @property
-    def num_clusters(self) -> int:
-        return next(iter(self.models.values())).shape[0]
+    def num_clusters(self) -> int:   # grows with every split
+        return next(iter(self.centers.values())).shape[0]
 
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)   # CFL: every client, every round
-        return RoundPlan(clients, repeat(self.models, self.assignment))
+        return RoundPlan(clients, repeat(self.centers, self.assignment))
 
     def aggregate(self, t, plan, trained, fed):
         updates = flat_updates(trained, plan.start)
@@ -80,26 +82,21 @@ class CFL(Algorithm):
             if split:
                 halves = bipartition(updates[members])
                 new = self.num_clusters
-                self.models = {k: torch.cat([v, v[c:c + 1]]) for k, v in self.models.items()}
+                self.centers = {k: torch.cat([v, v[c:c + 1]]) for k, v in self.centers.items()}
                 self.assignment[members[torch.as_tensor(halves == 1, device=fed.device)]] = new
-        step = {k: v.clone() for k, v in self.models.items()}
+        step = {k: v.clone() for k, v in self.centers.items()}
         for c in range(self.num_clusters):
             members = torch.nonzero(self.assignment == c).squeeze(1)
             if len(members):
                 w = (sizes[members] / sizes[members].sum()).to(fed.dtype)
-                for k in self.models:
+                for k in self.centers:
                     delta = trained[k][members] - plan.start[k][members]
-                    step[k][c] = self.models[k][c] + torch.einsum("m,m...->...", w, delta)
-        self.models = step
+                    step[k][c] = self.centers[k][c] + torch.einsum("m,m...->...", w, delta)
+        self.centers = step
 
-    def cluster_models(self):
-        return self.models
-
-    def local_models(self, fed):
-        return repeat(self.models, self.assignment)
-
-    def assignment_weights(self):
-        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()
+    def artifacts(self):
+        """cfl_splits.csv: update norms per cluster and round, to calibrate eps1/eps2."""
+        return {"cfl_splits": pd.DataFrame(self.split_log)} if self.split_log else {}
 
     def state_dict(self):
         state = super().state_dict()

@@ -36,7 +36,8 @@ from ..engine.optim import build_optimizer
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..rng import derived_seed
-from .base import Algorithm, RoundPlan, random_assignment, weighted_mean_rows
+from .base import RoundPlan, random_assignment
+from .clustered import ClusteredAlgorithm, check_choice
 
 CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
            "matching": ("hungarian", "none"), "init": ("independent", "identical"),
@@ -72,7 +73,7 @@ def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str
     return out
 
 
-class CLoVE(Algorithm):
+class CLoVE(ClusteredAlgorithm):
     name = "clove"
 
     def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, clustering: str = "kmeans",
@@ -81,8 +82,7 @@ class CLoVE(Algorithm):
                  server_lr: float = 1e-3):
         for key, value in (("clustering", clustering), ("embedding", embedding), ("matching", matching),
                            ("init", init), ("first_round", first_round), ("averaging", averaging)):
-            if value not in CHOICES[key]:
-                raise ConfigError(f"algorithm.{key}={value!r} is unknown; allowed: {list(CHOICES[key])}")
+            check_choice(key, value, CHOICES[key])
         if not 0 < client_fraction <= 1:
             raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
         self.num_clusters, self.client_fraction = num_clusters, client_fraction
@@ -93,10 +93,7 @@ class CLoVE(Algorithm):
         self._server_optimizer = build_optimizer(server_optimizer, lr=server_lr, momentum=0.0, weight_decay=0.0)
 
     def setup(self, fed):
-        self.centers = fed.init_models(self.num_clusters, "centers")
-        if self.init == "identical":
-            self.centers = repeat(self.centers, torch.zeros(self.num_clusters, dtype=torch.long, device=fed.device))
-        self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
+        super().setup(fed)
         self.loss_vectors: Optional[torch.Tensor] = None
 
     def assign(self, t, fed, clients) -> torch.Tensor:
@@ -122,30 +119,12 @@ class CLoVE(Algorithm):
         local = "gradient" if self.averaging == "gradient" else "train"
         return RoundPlan(clients, repeat(self.centers, self.assignment[clients]), local=local)
 
-    def aggregate(self, t, plan, trained, fed):
-        """Line 15; models without clients this round stay as they are. Option I: the
-        n_i-weighted mean of the trained models. Option II: `trained` holds the clients'
-        gradients; one server-optimizer step on their n_i-weighted mean, from fresh state."""
-        groups = self.assignment[plan.clients]
-        sizes = fed.sizes[plan.clients].double()
-        for j in range(self.num_clusters):
-            members = torch.nonzero(groups == j).squeeze(1)
-            if not len(members):
-                continue
-            row = weighted_mean_rows(trained, members, sizes[members])
-            if self.averaging == "gradient":   # row: the mean gradient of the trainable parameters
-                opt = self._server_optimizer
-                theta = {k: self.centers[k][j: j + 1] for k in row}
-                ones = torch.ones(1, dtype=torch.bool, device=fed.device)
-                row, _ = opt.update(theta, row, opt.init(theta), ones)
-            for k in row:
-                self.centers[k][j] = row[k][0]
-
-    def cluster_models(self):
-        return self.centers
-
-    def local_models(self, fed):
-        return repeat(self.centers, self.assignment)
-
-    def assignment_weights(self):
-        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()
+    def merge(self, j, mean, fed):
+        """Line 15. Option I: the n_i-weighted mean of the trained models. Option II: `mean` is
+        the clients' n_i-weighted mean gradient; one server-optimizer step on it, from fresh state."""
+        if self.averaging != "gradient":
+            return mean
+        opt = self._server_optimizer
+        theta = {k: self.centers[k][j: j + 1] for k in mean}
+        ones = torch.ones(1, dtype=torch.bool, device=fed.device)
+        return opt.update(theta, mean, opt.init(theta), ones)[0]

@@ -3,7 +3,8 @@ import torch
 
 from ..errors import ConfigError
 from ..models.stacked import repeat
-from .base import Algorithm, RoundPlan
+from .base import RoundPlan
+from .clustered import ClusteredAlgorithm, check_choice
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
 
 DISTANCES = ("all", "fc")
@@ -16,7 +17,7 @@ def fc_parameter_names(model: torch.nn.Module):
             for p, _ in mod.named_parameters(recurse=False)]
 
 
-class FeSEM(Algorithm):
+class FeSEM(ClusteredAlgorithm):
     """K-means over client models. Each round a client starts from its cluster's model
     Theta_c(i) (Fed-CAM Alg. 1 line 4) and trains loss + lam/2 ||theta - Theta_c(i)||^2
     (eq. 13, the K-means regulariser of eq. 12); the server then runs weighted K-means on the
@@ -35,8 +36,7 @@ class FeSEM(Algorithm):
 
     def __init__(self, num_clusters: int = 2, lam: float = 0.01, distance_on: str = "all",
                  kmeans_iters: int = 10, warmup_rounds: int = 1):
-        if distance_on not in DISTANCES:
-            raise ConfigError(f"algorithm.distance_on={distance_on!r} is unknown; allowed: {list(DISTANCES)}")
+        check_choice("distance_on", distance_on, DISTANCES)
         if lam < 0 or kmeans_iters < 1 or warmup_rounds < 1:
             raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, warmup_rounds >= 1; got {lam}, "
                               f"{kmeans_iters}, {warmup_rounds}")
@@ -77,16 +77,11 @@ class FeSEM(Algorithm):
         self.centers = {k: cluster_means(v.flatten(1), weights, self.assignment, previous[k].flatten(1))
                         .view(self.num_clusters, *v.shape[1:]) for k, v in self.local.items()}
 
-    def cluster_models(self):
-        return self.centers
-
     def local_models(self, fed):
-        return repeat(self.centers, self.assignment) if self.clustered else self.local
+        return super().local_models(fed) if self.clustered else self.local
 
     def assignment_weights(self):
-        if not self.clustered:
-            return None
-        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()
+        return super().assignment_weights() if self.clustered else None
 
     def state_dict(self):
         return {"local": self.local, "assignment": self.assignment, "centers": self.centers}

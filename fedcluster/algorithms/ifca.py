@@ -2,9 +2,9 @@
 import torch
 
 from ..engine.evaluate import losses_on_clients, outputs_paired
-from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
-from .base import Algorithm, RoundPlan, random_assignment, weighted_mean_rows
+from .base import RoundPlan, random_assignment
+from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm, check_choice
 
 UPDATES = ("mean", "eq6")
 EVAL_ASSIGNMENTS = ("evaluated_data", "training")
@@ -25,7 +25,7 @@ def global_share_update(centers: Stack, trained: Stack, groups: torch.Tensor, si
     return out
 
 
-class IFCA(Algorithm):
+class IFCA(ClusteredAlgorithm):
     """Each round every client takes the cluster model with the smallest mean loss on its
     training data (hard assignment); participating clients train from that model. Cluster
     update `mean`: each cluster model becomes the n_k-weighted mean of its clients' results
@@ -43,23 +43,12 @@ class IFCA(Algorithm):
 
     def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, update: str = "mean",
                  init: str = "independent", first_round: str = "evaluation", eval_assignment: str = "evaluated_data"):
-        if update not in UPDATES:
-            raise ConfigError(f"algorithm.update={update!r} is unknown; allowed: {list(UPDATES)}")
-        if eval_assignment not in EVAL_ASSIGNMENTS:
-            raise ConfigError(f"algorithm.eval_assignment={eval_assignment!r} is unknown; "
-                              f"allowed: {list(EVAL_ASSIGNMENTS)}")
-        if init not in ("independent", "identical") or first_round not in ("evaluation", "random"):
-            raise ConfigError(f"algorithm.init={init!r} / first_round={first_round!r}: allowed init in "
-                              "['independent', 'identical'], first_round in ['evaluation', 'random']")
+        check_choice("update", update, UPDATES)
+        check_choice("eval_assignment", eval_assignment, EVAL_ASSIGNMENTS)
+        check_choice("init", init, INITS)
+        check_choice("first_round", first_round, FIRST_ROUNDS)
         self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
         self.init, self.first_round, self.eval_assignment = init, first_round, eval_assignment
-
-    def setup(self, fed):
-        """init (CLoVE §5.2): K independently initialised models, or K copies of one."""
-        self.centers = fed.init_models(self.num_clusters, "centers")
-        if self.init == "identical":
-            self.centers = repeat(self.centers, torch.zeros(self.num_clusters, dtype=torch.long, device=fed.device))
-        self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
 
     def plan(self, t, fed):
         self.loss_vectors = fed.mean_train_losses(self.centers)      # [N, K], kept for the loss heatmap
@@ -71,23 +60,11 @@ class IFCA(Algorithm):
         return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
 
     def aggregate(self, t, plan, trained, fed):
-        groups = self.assignment[plan.clients]
-        sizes = fed.sizes[plan.clients].double()
         if self.update == "eq6":
-            self.centers = global_share_update(self.centers, trained, groups, sizes, float(fed.sizes.sum()))
+            self.centers = global_share_update(self.centers, trained, self.assignment[plan.clients],
+                                               fed.sizes[plan.clients].double(), float(fed.sizes.sum()))
             return
-        for j in range(self.num_clusters):
-            members = torch.nonzero(groups == j).squeeze(1)
-            if len(members):
-                row = weighted_mean_rows(trained, members, sizes[members])
-                for k in self.centers:
-                    self.centers[k][j] = row[k][0]
-
-    def cluster_models(self):
-        return self.centers
-
-    def local_models(self, fed):
-        return repeat(self.centers, self.assignment)
+        super().aggregate(t, plan, trained, fed)
 
     def models_on(self, fed, split, partner=None) -> torch.Tensor:
         """[N] each client's cluster model with the smallest mean loss on its samples of `split`
@@ -104,6 +81,3 @@ class IFCA(Algorithm):
 
     def local_outputs(self, fed, split, batched):
         return self.local_outputs_beside(fed, split, batched, None)
-
-    def assignment_weights(self):
-        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()

@@ -1,0 +1,66 @@
+"""The base of the hard-clustering methods (IFCA, CLoVE, CFL, FeSEM): one model per cluster,
+one cluster per client. A subclass keeps only its assignment rule (and, where it differs, how a
+cluster's model is updated)."""
+import pandas as pd
+import torch
+
+from ..errors import ConfigError
+from ..models.stacked import Stack, repeat
+from .base import Algorithm, weighted_mean_rows
+
+INITS = ("independent", "identical")
+FIRST_ROUNDS = ("evaluation", "random")
+
+
+def check_choice(key: str, value, allowed) -> None:
+    """A one-line error naming `algorithm.<key>` and the allowed values."""
+    if value not in allowed:
+        raise ConfigError(f"algorithm.{key}={value!r} is unknown; allowed: {list(allowed)}")
+
+
+class ClusteredAlgorithm(Algorithm):
+    """`centers` [K] cluster models; `assignment` [N] each client's cluster. A client's local
+    model is its cluster's model; assignment weights are one-hot.
+
+    `init` (CLoVE §5.2): the K models initialised independently, or K copies of one.
+    Aggregation (default): each cluster model becomes the n_i-weighted mean of the results of
+    its clients of the round (`merge` may turn that mean into the new model differently, e.g.
+    CLoVE's Option II); a cluster without clients keeps its model."""
+    init = "independent"
+    loss_vectors = None   # [M, K] the last round's client x model mean training losses, where the method has them
+
+    def setup(self, fed):
+        self.centers = fed.init_models(self.num_clusters, "centers")
+        if self.init == "identical":
+            self.centers = repeat(self.centers, torch.zeros(self.num_clusters, dtype=torch.long, device=fed.device))
+        self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
+
+    def aggregate(self, t, plan, trained, fed):
+        groups = self.assignment[plan.clients]
+        sizes = fed.sizes[plan.clients].double()
+        for j in range(self.num_clusters):
+            members = torch.nonzero(groups == j).squeeze(1)
+            if not len(members):
+                continue
+            row = self.merge(j, weighted_mean_rows(trained, members, sizes[members]), fed)
+            for k in row:
+                self.centers[k][j] = row[k][0]
+
+    def merge(self, j: int, mean: Stack, fed) -> Stack:
+        """Cluster j's new model from the weighted mean of its clients' results (default: that mean)."""
+        return mean
+
+    def cluster_models(self):
+        return self.centers
+
+    def local_models(self, fed):
+        return repeat(self.centers, self.assignment)
+
+    def assignment_weights(self):
+        return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()
+
+    def artifacts(self):
+        if self.loss_vectors is None:
+            return {}
+        L = self.loss_vectors.detach().cpu().numpy()
+        return {"loss_vectors": pd.DataFrame(L, columns=[f"model_{j}" for j in range(L.shape[1])])}

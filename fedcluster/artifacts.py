@@ -1,0 +1,44 @@
+"""What a finished run leaves in its directory: metrics.csv, assignments.csv, cluster_sizes.csv,
+the algorithm's own tables (`Algorithm.artifacts`), figures, and summary.json last (its presence
+marks the run finished)."""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .io import write_csv, write_json
+from .record import RunRecord
+from .summary import summarize
+
+
+def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, wall: float, peak_mb=None) -> dict:
+    frame = pd.DataFrame(record.metrics)
+    write_csv(out / "metrics.csv", frame)
+    if record.assignments:
+        write_csv(out / "assignments.csv", pd.DataFrame(record.assignments))
+    if record.sizes:
+        write_csv(out / "cluster_sizes.csv", pd.DataFrame(record.sizes))
+    summary = summarize(cfg, fed, frame, pd.DataFrame(record.assignments), engine, hw, wall)
+    # median: robust to the first rounds' warm-up
+    summary["train_seconds_per_round"] = float(np.median(record.train_seconds)) if record.train_seconds else None
+    if peak_mb is not None:
+        summary["peak_gpu_memory_mb"] = peak_mb
+    if record.sizes:
+        final_sizes = [r["size"] for r in record.sizes if r["round"] == cfg.rounds - 1]
+        summary["cluster_sizes"] = final_sizes
+        summary["nonempty_clusters"] = int(sum(s > 0 for s in final_sizes))
+        summary["largest_cluster_share"] = max(final_sizes) / max(sum(final_sizes), 1)
+    tables = alg.artifacts()
+    for name, table in tables.items():
+        write_csv(out / f"{name}.csv", table)
+    if cfg.plots:
+        from .plots import write_loss_heatmap, write_run_figures
+        write_run_figures(out, frame, pd.DataFrame(record.assignments), fed.data, summary, pd.DataFrame(record.sizes))
+        losses = tables.get("loss_vectors")
+        if losses is not None and len(losses) == fed.num_clients:
+            truth = fed.data.cluster_truth
+            write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
+                               f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
+    write_json(out / "summary.json", summary)
+    RunRecord.drop_checkpoint(out)
+    return summary
