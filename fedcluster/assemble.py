@@ -54,14 +54,13 @@ def make(node: DictConfig, **kwargs):
     return hydra.utils.instantiate(_drop_names(OmegaConf.to_container(node, resolve=True)), **kwargs)
 
 
-def _nodes_with(node, key: str):
-    """The config node and its nested nodes (e.g. CAM's `base`) that have `key`."""
-    if isinstance(node, DictConfig):
+def values_of(node, key: str):
+    """Every value of `key` in a nested plain config (e.g. CAM's base)."""
+    if isinstance(node, dict):
         if key in node:
-            yield node
-        for k in node:
-            if isinstance(node.get(k), DictConfig):
-                yield from _nodes_with(node[k], key)
+            yield node[key]
+        for v in node.values():
+            yield from values_of(v, key)
 
 
 def build_data(source, partition, seed: int, fits=None):
@@ -124,15 +123,11 @@ def build(cfg: DictConfig):
     with open_dict(cfg):
         if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters
             cfg.num_clusters = data.num_true_clusters or data.num_distributions
-    alg_cfg = cfg.algorithm
-    for node in _nodes_with(alg_cfg, "num_clusters"):
-        if node.num_clusters is None:
-            with open_dict(node):
-                node.num_clusters = cfg.num_clusters
-        if not 1 <= node.num_clusters <= data.num_clients:
-            raise ConfigError(f"num_clusters={node.num_clusters} must be between 1 and the number "
-                              f"of clients ({data.num_clients})")
-    algorithm = make(alg_cfg)
+    # algorithms take K by interpolation (config.SHARED) unless a node sets its own
+    for K in [cfg.num_clusters, *values_of(OmegaConf.to_container(cfg.algorithm, resolve=True), "num_clusters")]:
+        if K is not None and not 1 <= K <= data.num_clients:
+            raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
+    algorithm = make(cfg.algorithm)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype)
     t = cfg.train
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
