@@ -4,6 +4,7 @@ import torch
 
 from fedcluster.algorithms import IFCA, FedAvg, FedProx, FedSoft
 from fedcluster.algorithms.base import RoundPlan
+from fedcluster.engine.terms import Proximal
 from fedcluster.algorithms.fedsoft import importance_weights, selection_probabilities
 
 INF = float("inf")
@@ -81,8 +82,8 @@ def test_fedavg_weighted_average_and_fedprox_coefficients():
         def sample_clients(self, fraction, t):
             return torch.arange(3)
     plan = prox.plan(0, Fed([1, 1, 1]))
-    assert plan.coeffs.shape == (3, 1) and torch.all(plan.coeffs == 0.5)
-    assert plan.refs is prox.global_model
+    assert plan.term(Proximal).coeffs.shape == (3, 1) and torch.all(plan.term(Proximal).coeffs == 0.5)
+    assert plan.term(Proximal).refs is prox.global_model
 
 
 def _two_line_federation():

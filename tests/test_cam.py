@@ -6,6 +6,7 @@ import torch
 
 from fedcluster.algorithms import CAM, IFCA
 from fedcluster.algorithms.base import RoundPlan, concat_plans, split_rows
+from fedcluster.engine.terms import Proximal
 from fedcluster.algorithms.ensemble import soft_vote
 from fedcluster.algorithms.fesem import fc_parameter_names
 from fedcluster.algorithms.ifca import global_share_update
@@ -60,15 +61,16 @@ def test_soft_vote_averages_probabilities():
 
 
 def test_concat_plans_block_diagonal_coefficients_and_split():
-    p1 = RoundPlan(torch.tensor([0, 1]), {"w": torch.zeros(2, 3)}, refs={"w": torch.ones(2, 3)},
-                   coeffs=torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+    p1 = RoundPlan(torch.tensor([0, 1]), {"w": torch.zeros(2, 3)},
+                   [Proximal({"w": torch.ones(2, 3)}, torch.tensor([[1.0, 0.0], [0.0, 2.0]]))])
     p2 = RoundPlan(torch.tensor([1]), {"w": torch.ones(1, 3)})
-    p3 = RoundPlan(torch.tensor([0]), {"w": 2 * torch.ones(1, 3)}, refs={"w": 5 * torch.ones(1, 3)},
-                   coeffs=torch.tensor([[3.0]]))
+    p3 = RoundPlan(torch.tensor([0]), {"w": 2 * torch.ones(1, 3)}, [Proximal({"w": 5 * torch.ones(1, 3)},
+                                                                        torch.tensor([[3.0]]))])
     plan = concat_plans([p1, p2, p3])
     assert plan.clients.tolist() == [0, 1, 1, 0]
-    assert plan.coeffs.tolist() == [[1, 0, 0], [0, 2, 0], [0, 0, 0], [0, 0, 3]]
+    assert plan.term(Proximal).coeffs.tolist() == [[1, 0, 0], [0, 2, 0], [0, 0, 0], [0, 0, 3]]
     parts = split_rows(plan.start, [2, 1, 1])
+    assert [p["w"][:, 0].tolist() for p in plan.split(plan.start)] == [[0, 0], [1], [2]]
     assert [p["w"][:, 0].tolist() for p in parts] == [[0, 0], [1], [2]]
 
 

@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from fedcluster.engine.terms import terms_from
 from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule, epoch_schedule, step_schedule
 from fedcluster.engine.optim import SGD, Adam
 from fedcluster.models import LeNetCNN, LinearRegression
@@ -29,7 +30,7 @@ def test_batched_equals_sequential_linear(opt, refs):
     n, x, y, start, ref_stack, coeffs = _job(model_fn, (10,), refs=refs)
     trainer = LocalTrainer(model_fn(), "regression", opt, epochs=3, batch_size=4)
     sched = epoch_schedule(n, 3, 4, x.shape[1], torch.Generator().manual_seed(3))
-    results = [trainer.train(LocalJob(x, y, torch.arange(5), start, opt.init(start), sched, ref_stack, coeffs), engine)
+    results = [trainer.train(LocalJob(x, y, torch.arange(5), start, opt.init(start), sched, terms_from(ref_stack, coeffs)), engine)
                for engine in ("batched", "sequential")]
     for k in start:
         assert not torch.allclose(results[0].params[k], start[k])
@@ -43,7 +44,7 @@ def test_batched_equals_sequential_cnn():
     opt = Adam(lr=1e-3)
     trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=8)
     sched = epoch_schedule(n, 1, 8, x.shape[1], torch.Generator().manual_seed(3))
-    a, b = (trainer.train(LocalJob(x, y, torch.arange(3), start, opt.init(start), sched, ref_stack, coeffs), e)
+    a, b = (trainer.train(LocalJob(x, y, torch.arange(3), start, opt.init(start), sched, terms_from(ref_stack, coeffs)), e)
             for e in ("batched", "sequential"))
     for k in start:
         torch.testing.assert_close(a.params[k], b.params[k], rtol=1e-4, atol=1e-5)
@@ -121,7 +122,7 @@ def test_offsets_batched_equals_sequential_and_change_the_result():
     opt = SGD(lr=0.05, momentum=0.9)
     trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=4, steps=3)
     sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(1))
-    job = lambda off: LocalJob(x, y, rows, start4, opt.init(start4), sched, offsets=off)
+    job = lambda off: LocalJob(x, y, rows, start4, opt.init(start4), sched, terms_from(offsets=off))
     a, b = (trainer.train(job(offsets), e) for e in ("batched", "sequential"))
     plain = trainer.train(job(None), "batched")
     for k in start:

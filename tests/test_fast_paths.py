@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch.func import grad, vmap
 
 from fedcluster.engine import evaluate as ev
+from fedcluster.engine.terms import terms_from
 from fedcluster.engine.local import LocalJob, LocalTrainer
 from fedcluster.engine.optim import SGD, Adam
 from fedcluster.errors import ConfigError
@@ -66,7 +67,7 @@ def test_looped_equals_sequential_and_batched(opt, steps, extras):
         steps=steps, refs=extras == "refs", offsets=extras != "refs", weights=extras != "refs")
     trainer = LocalTrainer(model_fn(), "classification", opt, epochs=2, batch_size=8, steps=steps)
     sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(3))
-    results = {e: trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, refs, coeffs, off, w), e)
+    results = {e: trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, terms_from(refs, coeffs, off, w)), e)
                for e in ("looped", "sequential", "batched")}
     # Adam divides by sqrt(v): a weight whose gradient is ~1e-9 (summation noise) can step by
     # up to lr either way, so a few of them may differ by O(lr); all others agree to 1e-5.
@@ -158,7 +159,7 @@ def test_looped_engine_and_scoring_are_deterministic_per_thread_count():
     try:
         for threads in (1, 2, 1, 2):
             torch.set_num_threads(threads)
-            res = trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, refs, coeffs), "looped")
+            res = trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, terms_from(refs, coeffs)), "looped")
             scores = ev.outputs_on_shared(trainer.model, res.params, x[0])
             if threads in out:
                 assert all(torch.equal(out[threads][0][k], res.params[k]) for k in start)

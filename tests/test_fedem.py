@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from fedcluster.algorithms.fedem import e_step, mixture_prediction
+from fedcluster.engine.terms import terms_from
 from fedcluster.engine.local import LocalJob, LocalTrainer, epoch_schedule
 from fedcluster.engine.optim import SGD
 from fedcluster.models import LinearRegression
@@ -48,7 +49,7 @@ def test_m_step_trains_on_the_weighted_loss():
     opt = SGD(lr=0.1)
     trainer = LocalTrainer(model_fn(), "regression", opt, epochs=1, batch_size=4)
     sched = epoch_schedule(torch.tensor([4, 4]), 1, 4, 4, torch.Generator().manual_seed(1))
-    out = [trainer.train(LocalJob(x, y, torch.arange(2), start, opt.init(start), sched, sample_weights=q), e).params
+    out = [trainer.train(LocalJob(x, y, torch.arange(2), start, opt.init(start), sched, terms_from(sample_weights=q)), e).params
            for e in ("batched", "sequential")]
     names = list(start)
     for m in range(2):

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from fedcluster.engine.terms import terms_from
 from fedcluster.engine.local import LocalJob, LocalTrainer
 from fedcluster.engine.optim import Adam, SGD
 from fedcluster.models import LeNetCNN
@@ -59,7 +60,7 @@ def test_batched_equals_sequential_on_cuda(opt):
     coeffs = torch.rand(4, 2, generator=g).to(dev)
     trainer = LocalTrainer(model_fn().to(dev), "classification", opt, epochs=2, batch_size=8)
     sched = trainer.schedule(n, 30, torch.Generator().manual_seed(3))
-    a, b = (trainer.train(LocalJob(x, y, torch.arange(4, device=dev), start, opt.init(start), sched, refs, coeffs), e)
+    a, b = (trainer.train(LocalJob(x, y, torch.arange(4, device=dev), start, opt.init(start), sched, terms_from(refs, coeffs)), e)
             for e in ("batched", "sequential"))
     loose = opt.lr / 2 if isinstance(opt, Adam) else 1e-5
     for k in start:

@@ -1,69 +1,54 @@
 """What an algorithm decides; the round loop (fedcluster.runner) does everything else.
 
 Each round the loop asks `plan(t)` which clients train, from which parameters and on
-which proximal objective; it trains them (batched or sequential engine), or only takes each
+which terms of the local objective (engine/terms.py); it trains them (batched or sequential engine), or only takes each
 one's full-batch gradient when the plan says `local="gradient"`, and hands the results to
 `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
 on every distribution's test set and `local_outputs()` (each client's own predictor) on
 every client's data."""
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, List, Optional
 
 import torch
 
 from ..data import FederatedData
 from ..engine.evaluate import losses_on_clients, outputs_paired
+from ..engine.terms import Term, concat_terms
 from ..models.stacked import Stack, init_stack
 from ..rng import derived_seed, generator
 
 
 @dataclass
 class RoundPlan:
-    clients: torch.Tensor                  # [M] indices of the clients that train this round
+    clients: torch.Tensor                  # [M] indices of the clients that train this round (may repeat)
     start: Stack                           # [M] their starting parameters
-    refs: Optional[Stack] = None           # [R] proximal reference models
-    coeffs: Optional[torch.Tensor] = None  # [M, R] proximal coefficients
-    offsets: Optional[torch.Tensor] = None # [M, Nmax, C] frozen logits added to the outputs (Fed-CAM)
-    sample_weights: Optional[torch.Tensor] = None  # [M, Nmax] per-sample loss weights (FedEM's q)
+    terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py)
     # What the clients compute: "train" (local training by the engines; `aggregate` gets the
     # trained parameters) or "gradient" (no step: each row's gradient of its client's mean loss
     # over all its training samples at `start`; `aggregate` gets those gradients, CLoVE Option II)
     local: str = "train"
+    parts: List["RoundPlan"] = field(default_factory=list)   # the plans this one joins (concat_plans)
+
+    def term(self, kind):
+        """This plan's term of type `kind`, or None."""
+        return next((t for t in self.terms if isinstance(t, kind)), None)
+
+    def split(self, trained: Stack) -> List[Stack]:
+        """The trained rows of each part, in order (inverse of concat_plans)."""
+        return split_rows(trained, [len(p.clients) for p in self.parts])
 
 
 def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
-    """One plan that trains the rows of all `plans` together (each keeps its own proximal
-    references: coefficients become block-diagonal). Used to train several models per
-    client in one batched computation (Fed-CAM's two threads, ensemble members)."""
-    clients = torch.cat([p.clients for p in plans])
-    start = {k: torch.cat([p.start[k] for p in plans]) for k in plans[0].start}
-    with_refs = [p for p in plans if p.refs is not None]
-    refs = coeffs = None
-    if with_refs:
-        refs = {k: torch.cat([p.refs[k] for p in with_refs]) for k in with_refs[0].refs}
-        R = next(iter(refs.values())).shape[0]
-        like = with_refs[0].coeffs
-        coeffs = torch.zeros(len(clients), R, dtype=like.dtype, device=like.device)
-        row = col = 0
-        for p in plans:
-            if p.refs is not None:
-                r = p.coeffs.shape[1]
-                coeffs[row: row + len(p.clients), col: col + r] = p.coeffs
-                col += r
-            row += len(p.clients)
-    offsets = None
-    if any(p.offsets is not None for p in plans):
-        if not all(p.offsets is not None for p in plans):
-            raise ValueError("concat_plans: either every plan has offsets or none")
-        offsets = torch.cat([p.offsets for p in plans])
-    weights = None
-    if any(p.sample_weights is not None for p in plans):
-        like = next(p.sample_weights for p in plans if p.sample_weights is not None)
-        weights = torch.cat([p.sample_weights if p.sample_weights is not None
-                             else like.new_ones(len(p.clients), like.shape[1]) for p in plans])
+    """One plan that trains the rows of all `plans` together, each with its own terms (see
+    terms.concat_terms); `parts` keeps the plans, so `aggregate` gets each one's rows back with
+    `plan.split(trained)`. Used to train several models per client in one batched computation
+    (Fed-CAM's two threads, ensemble members, FedEM's components)."""
     if any(p.local != "train" for p in plans):
         raise ValueError("concat_plans: only training plans can be trained together")
-    return RoundPlan(clients, start, refs, coeffs, offsets, weights)
+    clients = torch.cat([p.clients for p in plans])
+    start = {k: torch.cat([p.start[k] for p in plans]) for k in plans[0].start}
+    terms = concat_terms([p.terms for p in plans], [len(p.clients) for p in plans])
+    return RoundPlan(clients, start, terms, parts=list(plans))
 
 
 def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:

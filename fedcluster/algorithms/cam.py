@@ -6,7 +6,8 @@ import torch
 from ..engine.evaluate import outputs_on_clients, outputs_paired
 from ..errors import ConfigError
 from ..models.stacked import repeat
-from .base import Algorithm, RoundPlan, concat_plans, split_rows, weighted_mean_rows
+from ..engine.terms import FrozenOffset
+from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 WARMUPS = ("fedavg", "base")
 
@@ -60,10 +61,9 @@ class CAM(Algorithm):
         h = self.global_logits(fed, tr)
         cluster_plan = self.base.plan(t, fed.with_offsets(h))
         clients = cluster_plan.clients
-        cluster_plan.offsets = h[clients]
+        cluster_plan.terms.append(FrozenOffset(h[clients]))
         partner = outputs_paired(fed.model, cluster_plan.start, tr.x, tr.n, batched=False, rows=clients)
-        global_plan = RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)), offsets=partner)
-        self._base_plan = cluster_plan
+        global_plan = RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)), [FrozenOffset(partner)])
         return concat_plans([cluster_plan, global_plan])
 
     def aggregate(self, t, plan, trained, fed):
@@ -75,11 +75,11 @@ class CAM(Algorithm):
         if phase == "base":
             self.base.aggregate(t, plan, trained, fed)
             return
-        M = len(self._base_plan.clients)
-        cluster_part, global_part = split_rows(trained, [M, M])
-        self.base.aggregate(t, self._base_plan, cluster_part, fed)
-        self.global_model = weighted_mean_rows(global_part, torch.arange(M, device=fed.device),
-                                               fed.sizes[self._base_plan.clients].double())   # eq. (9)
+        cluster_plan, global_plan = plan.parts
+        cluster_part, global_part = plan.split(trained)
+        self.base.aggregate(t, cluster_plan, cluster_part, fed)
+        self.global_model = weighted_mean_rows(global_part, torch.arange(len(global_plan.clients), device=fed.device),
+                                               fed.sizes[global_plan.clients].double())   # eq. (9)
 
     def local_outputs(self, fed, split, batched):
         phase = self.phase(self.round)

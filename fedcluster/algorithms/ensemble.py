@@ -5,7 +5,7 @@ import copy
 import torch
 
 from ..rng import derived_seed
-from .base import Algorithm, concat_plans, split_rows
+from .base import Algorithm, concat_plans
 
 
 class Ensemble(Algorithm):
@@ -28,12 +28,10 @@ class Ensemble(Algorithm):
             member.setup(self._view(fed, j))
 
     def plan(self, t, fed):
-        self._plans = [m.plan(t, self._view(fed, j)) for j, m in enumerate(self.members)]
-        return concat_plans(self._plans)
+        return concat_plans([m.plan(t, self._view(fed, j)) for j, m in enumerate(self.members)])
 
     def aggregate(self, t, plan, trained, fed):
-        parts = split_rows(trained, [len(p.clients) for p in self._plans])
-        for j, (member, p, part) in enumerate(zip(self.members, self._plans, parts)):
+        for j, (member, p, part) in enumerate(zip(self.members, plan.parts, plan.split(trained))):
             member.aggregate(t, p, part, self._view(fed, j))
 
     def local_outputs(self, fed, split, batched):

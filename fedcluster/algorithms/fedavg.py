@@ -2,6 +2,7 @@
 import torch
 
 from ..engine.evaluate import outputs_on_clients
+from ..engine.terms import Proximal
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from .base import Algorithm, RoundPlan, weighted_mean_rows
@@ -51,6 +52,6 @@ class FedProx(FedAvg):
 
     def plan(self, t, fed):
         plan = super().plan(t, fed)
-        plan.refs = self.global_model
-        plan.coeffs = torch.full((len(plan.clients), 1), self.mu, dtype=fed.dtype, device=fed.device)
+        plan.terms.append(Proximal(self.global_model, torch.full((len(plan.clients), 1), self.mu, dtype=fed.dtype,
+                                                                 device=fed.device)))
         return plan

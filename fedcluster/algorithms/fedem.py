@@ -5,7 +5,8 @@ import torch
 from ..engine.evaluate import outputs_on_clients
 from ..errors import ConfigError
 from ..models.stacked import repeat
-from .base import Algorithm, RoundPlan, concat_plans, split_rows, weighted_mean_rows
+from ..engine.terms import SampleWeights
+from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
 
@@ -63,17 +64,16 @@ class FedEM(Algorithm):
         losses = fed.train_losses(self.components).double()
         q, pi = e_step(losses, self.pi.clamp_min(1e-300).log(), fed.data.train.mask.to(fed.device))
         self.pi[clients] = pi[clients]
-        self._plans = [RoundPlan(clients, repeat(self.components, torch.full_like(clients, m)),
-                                 sample_weights=q[m, clients].to(fed.dtype))
-                       for m in range(self.num_clusters)]
-        return concat_plans(self._plans)
+        return concat_plans([RoundPlan(clients, repeat(self.components, torch.full_like(clients, m)),
+                                       [SampleWeights(q[m, clients].to(fed.dtype))])
+                             for m in range(self.num_clusters)])
 
     def aggregate(self, t, plan, trained, fed):
         """Each component = the n_i-weighted mean of the clients' trained copies."""
-        clients = self._plans[0].clients
+        clients = plan.parts[0].clients
         n = fed.sizes[clients].double()
         rows = torch.arange(len(clients), device=n.device)
-        parts = [weighted_mean_rows(part, rows, n) for part in split_rows(trained, [len(clients)] * self.num_clusters)]
+        parts = [weighted_mean_rows(part, rows, n) for part in plan.split(trained)]
         self.components = {k: torch.cat([p[k] for p in parts]) for k in self.components}
 
     def cluster_models(self):

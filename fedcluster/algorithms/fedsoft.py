@@ -3,6 +3,7 @@ import torch
 
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..engine.terms import Proximal
 from .base import Algorithm, Federation, RoundPlan
 
 
@@ -72,7 +73,7 @@ class FedSoft(Algorithm):
             for s in range(self.num_clusters)])
         union = torch.unique(self.selection).to(fed.device)
         coeffs = (self.lam * self.u[union]).to(fed.dtype)
-        return RoundPlan(union, repeat(self.local, union), refs=self.centers, coeffs=coeffs)
+        return RoundPlan(union, repeat(self.local, union), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
         for k in self.local:

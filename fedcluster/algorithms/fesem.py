@@ -3,6 +3,7 @@ import torch
 
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..engine.terms import Proximal
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
@@ -58,7 +59,7 @@ class FeSEM(ClusteredAlgorithm):
         if not self.clustered:
             return RoundPlan(clients, repeat(self.local, clients))
         coeffs = self.lam * torch.nn.functional.one_hot(self.assignment, self.num_clusters).to(fed.dtype)
-        return RoundPlan(clients, repeat(self.centers, self.assignment), refs=self.centers, coeffs=coeffs)
+        return RoundPlan(clients, repeat(self.centers, self.assignment), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
         for k in self.local:

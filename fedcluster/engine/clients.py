@@ -26,8 +26,8 @@ def run_clients(t: int, plan, alg, trainer, fed, record, engine: str, seed: int)
         schedule = full_batch_schedule(tr.n[clients], tr.x.shape[1])
     else:
         schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(seed, "batches", t))
-    job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.refs, plan.coeffs, plan.offsets,
-                   sample_weights=plan.sample_weights, seed=derived_seed(seed, "dropout", t) % 2 ** 62)
+    job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.terms,
+                   seed=derived_seed(seed, "dropout", t) % 2 ** 62)
     return trainer.gradients(job) if gradient_only else trainer.train(job, engine)
 
 

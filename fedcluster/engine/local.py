@@ -1,23 +1,14 @@
 """Local training of the round's clients: a batched engine and a sequential reference.
 
-Both minimise, for each job row m (a client training one model), the local objective
-
-    mean_{batch} q_m(x) loss(offset_m(x) + f(x; w_m), y) + 1/2 * sum_r coeff[m, r] * ||w_m - ref_r||^2
-
-which covers plain local training (no references, no offset), FedProx (one reference, the
-global model, coeff = mu), FedSoft's proximal objective h_k (eq. 4: references = the S
-centers, coeff = lambda * u_ks), FeSEM's pull towards the assigned center, and Fed-CAM's
-additive model (eq. 1): `offset` holds the frozen partner model's logits on the client's
-samples (h(x; Theta_g) while training a cluster model, eq. 5; f(x; Theta_c(i)) while
-training the global one, eq. 8). The per-sample weights q_m (default 1) are FedEM's
-posterior responsibilities of the component being trained (its M-step); the mean is
-still over the batch's samples, so the weights scale each sample's loss.
+Both minimise, for each job row m (a client training one model), the mean loss over each
+mini-batch plus the job's terms (engine/terms.py: proximal pulls, frozen offsets added to the
+outputs, per-sample weights), with no terms plain local training.
 
 Both engines visit the same mini-batches in the same order (the job's `schedule`) and
 apply the same optimizer code, so they give the same numbers up to floating-point
 summation order."""
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import List, Optional
 
 import torch
 from torch.func import functional_call, grad, vmap
@@ -25,6 +16,7 @@ from torch.func import functional_call, grad, vmap
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
+from .terms import Term, row_data
 from .optim import own_rows, step_rows
 from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, split_evenly
@@ -46,10 +38,7 @@ class LocalJob:
     start: Stack                    # [M] starting parameters
     opt_state: dict                 # [M] optimizer state
     schedule: Schedule
-    refs: Optional[Stack] = None    # [R] proximal reference models, shared by all rows
-    coeffs: Optional[torch.Tensor] = None    # [M, R]
-    offsets: Optional[torch.Tensor] = None   # [M, Nmax, C] frozen logits added to the model's output
-    sample_weights: Optional[torch.Tensor] = None  # [M, Nmax] loss weight of each sample (FedEM)
+    terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py), data [M, ...]
     seed: int = 0                   # seeds each row's dropout masks (sequential engine)
 
 
@@ -189,33 +178,37 @@ class LocalTrainer:
         return self.augment.apply(x, **params)
 
     def row_batch(self, job: LocalJob, m: int, step: int, client: int):
-        """Row m's real samples at `step`, as one client trains on them: (x, y, valid, offset,
-        weight), or None when the row has no sample there. Shared by the per-row engines."""
+        """Row m's real samples at `step`, as one client trains on them: (x, y, valid, the terms'
+        data of the row), or None when the row has no sample there. Shared by the per-row engines."""
         keep = job.schedule.valid[m, step]
         idx = job.schedule.index[m, step][keep].to(job.x.device)
         if len(idx) == 0:
             return None
         x = self._augmented(job.x[client, idx], job.schedule, m, step, keep)
-        offset = job.offsets[m, idx] if job.offsets is not None else None
-        weight = job.sample_weights[m, idx].to(job.x.dtype) if job.sample_weights is not None else None
         valid = torch.ones(len(idx), dtype=job.x.dtype, device=job.x.device)
-        return x, job.y[client, idx], valid, offset, weight
+        return x, job.y[client, idx], valid, tuple(row_data(term, m, idx) for term in job.terms)
 
-    def objective(self, params, x, y, valid, coeffs, refs, offset, weight=None, buffers=None, model=None):
-        """`valid` marks the batch's real samples; `weight` (optional) scales each one's loss.
+    def objective(self, params, x, y, valid, terms, data, buffers=None, model=None, penalties=True):
+        """`valid` marks the batch's real samples; `terms` with their row's `data` change the
+        outputs, weight each sample's loss and add penalties (off with penalties=False).
         `buffers` (not differentiated) are updated in place by batch norm in train mode."""
         with autocast():
             out = functional_call(model or self.model, {**params, **buffers} if buffers else params, (x,))
         out = full_precision(out)
-        if offset is not None:
-            out = out + offset
-        losses = per_sample_loss(self.task, out, y)
-        scaled = losses * valid if weight is None else losses * valid * weight
+        for term, d in zip(terms, data):
+            out = term.outputs(out, d)
+        scaled = per_sample_loss(self.task, out, y) * valid
+        for term, d in zip(terms, data):
+            w = term.weights(d)
+            if w is not None:
+                scaled = scaled * w
         data_loss = scaled.sum() / valid.sum().clamp_min(1)
         total = data_loss
-        if refs is not None:
-            sq = sum(((params[k].unsqueeze(0) - refs[k]) ** 2).flatten(1).sum(1) for k in params)
-            total = total + 0.5 * (coeffs * sq).sum()
+        if penalties:
+            for term, d in zip(terms, data):
+                p = term.penalty(params, d)
+                if p is not None:
+                    total = total + p
         return total, data_loss
 
     # -- batched: all rows step together under vmap -----------------------------------------
@@ -225,11 +218,9 @@ class LocalTrainer:
         device = job.x.device
         rows = job.rows.to(device)
         M = len(rows)
-        has_refs, has_offsets = job.refs is not None, job.offsets is not None
-        has_weights = job.sample_weights is not None
-        step_grad = vmap(grad(self.objective, has_aux=True),
-                         in_dims=(0, 0, 0, 0, 0 if has_refs else None, None, 0 if has_offsets else None,
-                                  0 if has_weights else None))
+        terms = job.terms
+        step_grad = vmap(grad(lambda p, x, y, v, d: self.objective(p, x, y, v, terms, d), has_aux=True),
+                         in_dims=(0, 0, 0, 0, tuple(0 for _ in terms)))
         params, state = own_rows(job.start, job.opt_state)
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
         self._augment_on(job.schedule, device)
@@ -246,13 +237,10 @@ class LocalTrainer:
             few = len(act) * 2 <= M
             sub = act.to(device) if few else all_rows
             idx, valid = index[sub, s], valid_all[sub, s]           # [M', B]
-            offset = job.offsets[sub[:, None], idx] if has_offsets else None
-            weight = job.sample_weights[sub[:, None], idx].to(job.x.dtype) if has_weights else None
+            data = tuple(row_data(term, sub[:, None] if term.per_sample else sub, idx) for term in terms)
             x = self._augmented(job.x[rows[sub][:, None], idx], job.schedule, act if few else slice(None), s)
             p_sub = {k: v[sub] for k, v in params.items()} if few else params
-            g, data_loss = step_grad(p_sub, x, job.y[rows[sub][:, None], idx],
-                                     valid.to(job.x.dtype), job.coeffs[sub] if has_refs else None, job.refs, offset,
-                                     weight)
+            g, data_loss = step_grad(p_sub, x, job.y[rows[sub][:, None], idx], valid.to(job.x.dtype), data)
             if few:
                 step_rows(self.optimizer, params, g, state, sub, all_rows=False)
                 log.record(sub, data_loss)
@@ -292,10 +280,9 @@ class LocalTrainer:
             per_row = {k: leaves[k].unbind(0) for k in names}
             total, losses = 0.0, []
             for j, m in enumerate(rows_g):
-                x, y, valid, offset, weight = self.row_batch(job, m, step, clients[m])
-                coeffs = job.coeffs[m] if job.refs is not None else None
+                x, y, valid, data = self.row_batch(job, m, step, clients[m])
                 obj, data_loss = self.objective({k: per_row[k][j] for k in names}, x, y, valid,
-                                                coeffs, job.refs, offset, weight, model=model)
+                                                job.terms, data, model=model)
                 total = total + obj
                 losses.append(data_loss.detach())
             grads = torch.autograd.grad(total, [leaves[k] for k in names], allow_unused=True)
@@ -328,7 +315,6 @@ class LocalTrainer:
             client = int(job.rows[m])
             p = {k: v[m: m + 1] for k, v in params.items()}
             s = take_state(state, slice(m, m + 1))
-            coeffs = job.coeffs[m] if job.refs is not None else None
             b = {k: v[m] for k, v in buffers.items()}          # views: batch norm updates the row in place
             b.update({k: torch.zeros((), dtype=v.dtype, device=device)   # batch counters: not kept
                       for k, v in self.model.named_buffers() if not v.is_floating_point()})
@@ -338,9 +324,8 @@ class LocalTrainer:
                     batch = self.row_batch(job, m, step, client)
                     if batch is None:
                         continue
-                    x, y, valid, offset, weight = batch
-                    g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, coeffs, job.refs, offset,
-                                               weight, b)
+                    x, y, valid, data = batch
+                    g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, job.terms, data, b)
                     p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
                     log.record(torch.tensor([m], device=device), data_loss.reshape(1))
             for k in params:
@@ -357,7 +342,7 @@ class LocalTrainer:
         with no optimizer step: CLoVE's Option II, as the authors' code computes it
         (utils/learning_utils.py, compute_gradient: one batch of all the client's data, the model
         in eval mode). Returned in `params` (trainable parameters only); first_loss = last_loss =
-        the mean loss at the start. The proximal terms of the objective are not used."""
+        the mean loss at the start. The penalty terms of the objective are not used."""
         params, buffers = self.split(job.start)
         single_grad = grad(self.objective, has_aux=True)
         grads = {k: torch.zeros_like(v) for k, v in params.items()}
@@ -370,16 +355,16 @@ class LocalTrainer:
                 batch = self.row_batch(job, m, 0, int(job.rows[m]))
                 if batch is None:
                     continue
-                x, y, valid, offset, weight = batch
+                x, y, valid, data = batch
                 p = {k: v[m] for k, v in params.items()}
                 b = {k: v[m] for k, v in buffers.items()}
                 loss = 0.0
                 for lo in range(0, len(y), self.GRADIENT_CHUNK):
                     part = slice(lo, lo + self.GRADIENT_CHUNK)
                     share = len(y[part]) / len(y)   # a chunk's mean loss counts by its share of the samples
-                    g, chunk_loss = single_grad(p, x[part], y[part], valid[part], None, None,
-                                                None if offset is None else offset[part],
-                                                None if weight is None else weight[part], b)
+                    g, chunk_loss = single_grad(p, x[part], y[part], valid[part], job.terms,
+                                                tuple(d[part] if t.per_sample else d for t, d in zip(job.terms, data)),
+                                                b, penalties=False)
                     for k in grads:
                         grads[k][m] += share * g[k]
                     loss = loss + share * chunk_loss.detach()

@@ -1,0 +1,141 @@
+"""Terms of the local objective. Each job row m (a client training one model) minimises
+
+    mean_{batch} [prod_w q_m(x)] loss(out_m(x), y) + sum_penalties P_m(w_m),
+    out_m(x) = f(x; w_m) (+ each output term's frozen logits),
+
+and each ingredient is one small object holding its per-row data `data` ([M, ...]): indexed by
+sample (`per_sample`: [M, Nmax, ...], the engines gather the batch's samples) or by row only.
+The engines hand every term its row's slice of `data` inside the objective (under vmap in the
+batched engine, one row at a time in the others), so a term works in every engine without
+engine code of its own. A new ingredient (a control variate, a prototype pull, a distillation
+target) is one more class here.
+
+`concat` joins the same kind of term of several plans trained together (rows stacked; a plan
+without the term gets its neutral value), so an algorithm can train several models per client
+in one computation (Fed-CAM's two threads, ensemble members, FedEM's components)."""
+from typing import List, Optional
+
+import torch
+
+from ..models.stacked import Stack
+
+
+class Term:
+    per_sample = False
+    data: torch.Tensor
+
+    def outputs(self, out: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """The row's outputs after this term (default: unchanged)."""
+        return out
+
+    def weights(self, d: torch.Tensor) -> Optional[torch.Tensor]:
+        """Per-sample loss weights of the batch (default: none)."""
+        return None
+
+    def penalty(self, params: Stack, d: torch.Tensor) -> Optional[torch.Tensor]:
+        """A scalar added to the row's objective (default: none)."""
+        return None
+
+    @classmethod
+    def concat(cls, parts: List[Optional["Term"]], rows: List[int]) -> "Term":
+        raise NotImplementedError
+
+
+class Proximal(Term):
+    """1/2 sum_r coeffs[m, r] ||w_m - refs_r||^2: FedProx (one reference, the global model,
+    coeff mu), FedSoft's h_k (eq. 4: the S centers, coeff lambda u_ks), FeSEM's pull to the
+    assigned center (eq. 13). `refs` [R] are shared by all rows; `data` = coeffs [M, R]."""
+
+    def __init__(self, refs: Stack, coeffs: torch.Tensor):
+        self.refs, self.data = refs, coeffs
+
+    @property
+    def coeffs(self) -> torch.Tensor:
+        return self.data
+
+    def penalty(self, params, d):
+        sq = sum(((params[k].unsqueeze(0) - self.refs[k]) ** 2).flatten(1).sum(1) for k in params)
+        return 0.5 * (d * sq).sum()
+
+    @classmethod
+    def concat(cls, parts, rows):
+        """References side by side; coefficients block-diagonal (each plan's rows pull only to
+        its own references)."""
+        present = [p for p in parts if p is not None]
+        refs = {k: torch.cat([p.refs[k] for p in present]) for k in present[0].refs}
+        R = next(iter(refs.values())).shape[0]
+        like = present[0].data
+        coeffs = torch.zeros(sum(rows), R, dtype=like.dtype, device=like.device)
+        row = col = 0
+        for p, m in zip(parts, rows):
+            if p is not None:
+                r = p.data.shape[1]
+                coeffs[row: row + m, col: col + r] = p.data
+                col += r
+            row += m
+        return cls(refs, coeffs)
+
+
+class FrozenOffset(Term):
+    """Frozen logits added to the model's outputs, `data` [M, Nmax, C] (Fed-CAM eq. 1: the
+    partner model's h(x; Theta_g) while training a cluster model, eq. 5; f(x; Theta_c(i)) while
+    training the global one, eq. 8)."""
+    per_sample = True
+
+    def __init__(self, logits: torch.Tensor):
+        self.data = logits
+
+    def outputs(self, out, d):
+        return out + d
+
+    @classmethod
+    def concat(cls, parts, rows):
+        if any(p is None for p in parts):
+            raise ValueError("concat_plans: either every plan has offsets or none")
+        return cls(torch.cat([p.data for p in parts]))
+
+
+class SampleWeights(Term):
+    """Per-sample loss weights q_m(x), `data` [M, Nmax] (FedEM's posterior responsibilities of the
+    component being trained, its M-step). The mean is still over the batch's samples."""
+    per_sample = True
+
+    def __init__(self, q: torch.Tensor):
+        self.data = q
+
+    def weights(self, d):
+        return d
+
+    @classmethod
+    def concat(cls, parts, rows):
+        like = next(p.data for p in parts if p is not None)
+        return cls(torch.cat([p.data if p is not None else like.new_ones(m, like.shape[1])
+                              for p, m in zip(parts, rows)]))
+
+
+def concat_terms(term_lists: List[List[Term]], rows: List[int]) -> List[Term]:
+    """The terms of plans trained together: one term per kind, in order of first appearance."""
+    kinds = []
+    for terms in term_lists:
+        for term in terms:
+            if type(term) not in kinds:
+                kinds.append(type(term))
+    out = []
+    for kind in kinds:
+        parts = [next((t for t in terms if type(t) is kind), None) for terms in term_lists]
+        out.append(kind.concat(parts, rows))
+    return out
+
+
+def row_data(term: Term, m, idx=None) -> torch.Tensor:
+    """Term data of row(s) m at samples idx (per-sample terms) or of the row(s) only."""
+    return term.data[m, idx] if term.per_sample else term.data[m]
+
+
+def terms_from(refs: Optional[Stack] = None, coeffs: Optional[torch.Tensor] = None,
+               offsets: Optional[torch.Tensor] = None, sample_weights: Optional[torch.Tensor] = None) -> List[Term]:
+    """The terms for the classic ingredients given as tensors (None: left out), in the order the
+    objective applies them; for scripts and tests that build a LocalJob by hand."""
+    return ([Proximal(refs, coeffs)] if refs is not None else []) + \
+        ([FrozenOffset(offsets)] if offsets is not None else []) + \
+        ([SampleWeights(sample_weights)] if sample_weights is not None else [])
