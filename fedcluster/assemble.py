@@ -9,13 +9,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .algorithms.base import Federation
-from .data import build_federated_data, build_label_federated_data
 from .data.budget import check_fits
 from .data.federated import as_reconstruction
 from .engine.local import LocalTrainer
 from .engine.optim import build_optimizer
 from .errors import ConfigError
-from .rng import generator
 
 ENGINES = ("auto", "batched", "looped", "sequential")
 
@@ -64,17 +62,9 @@ def values_of(node, key: str):
 
 
 def build_data(source, partition, seed: int, fits=None):
-    """Mixture partitions draw from the source's S distributions; label partitions split
-    one labelled pool by class. `fits(num_clients, train_width, test_width)` checks the
-    memory the padded client data will take, before it is built."""
-    if hasattr(partition, "split"):
-        data = build_label_federated_data(source, partition, seed, fits)
-    else:
-        if fits is not None:
-            width = partition.max_samples
-            fits(partition.num_clients, width, max(1, round(width * partition.local_test_fraction)))
-        plan = partition.plan(len(source.distribution_names), generator(seed, "partition"))
-        data = build_federated_data(source, plan, seed)
+    """The federated data: every partitioner builds it the same way (`federate`); an
+    unsupervised source's targets become its inputs."""
+    data = partition.federate(source, seed, fits)
     return as_reconstruction(data) if source.task == "reconstruction" else data
 
 

@@ -7,7 +7,7 @@ import torch
 
 from fedcluster.errors import ConfigError
 from fedcluster.partitions import ClusteredDirichletLabels, ClusteredNClassLabels, DirichletLabels, NClassLabels
-from fedcluster.partitions.labels import dirichlet, ensure_minimum, largest_remainder
+from fedcluster.partitions.shares import dirichlet, ensure_minimum, largest_remainder
 
 C = 10
 TRAIN = torch.arange(6000) % C            # 600 per class

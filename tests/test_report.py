@@ -276,7 +276,7 @@ def test_ari_by_round_with_none_entries(tmp_path):
 
 def test_old_right_aligned_ari_curve_is_padded(tmp_path):
     """Older summaries listed ARI only from the first clustered round: aligned to the end."""
-    from fedcluster.report.tables import ari_curve, first_round_reached
+    from fedcluster.tables import ari_curve, first_round_reached
     s = {"rounds": 5, "ari_by_round": [0.5, 0.95]}
     assert ari_curve(s) == [None, None, None, 0.5, 0.95] and first_round_reached(s) == 5
 

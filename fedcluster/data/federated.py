@@ -1,11 +1,13 @@
 """Client data as padded, stacked tensors that stay resident on the device."""
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
 
-from ..partitions import PartitionPlan
 from ..rng import generator
+
+if TYPE_CHECKING:
+    from ..partitions import PartitionPlan
 
 
 @dataclass
@@ -80,7 +82,7 @@ def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], in
     return ClientSplit(x, y, src, n)
 
 
-def build_federated_data(source, plan: PartitionPlan, seed: int) -> FederatedData:
+def build_federated_data(source, plan: "PartitionPlan", seed: int) -> FederatedData:
     """Draw each client's train and local-test samples from the source distributions.
 
     Local test samples come from the training pool too (disjoint from every client's

@@ -9,86 +9,14 @@ largest clients; no rejection sampling, so tiny alpha or many clients cannot han
 
 Cluster-wise partitions keep each client's ground-truth cluster (for ARI); client-wise
 ones have no clusters (truth = None)."""
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 import torch
 
+from ..data.federated import FederatedData, build_label_federated_data
 from ..errors import ConfigError
-
-
-@dataclass
-class LabelSplit:
-    train: List[torch.Tensor]       # per client: indices into the training pool
-    test: List[torch.Tensor]        # per client: indices into the test pool
-    truth: Optional[torch.Tensor]   # [m] ground-truth cluster, None for client-wise skews
-    quarter_turns: Optional[torch.Tensor] = None   # [m] counter-clockwise 90-degree turns of each client's images
-    label_map: Optional[torch.Tensor] = None       # [m, C] each client's relabelling y -> label_map[i, y]
-
-
-def _numpy_rng(g: torch.Generator) -> np.random.Generator:
-    return np.random.default_rng(int(torch.randint(0, 2 ** 62, (1,), generator=g)))
-
-
-def dirichlet(rng: np.random.Generator, alpha: float, size: int, draws: int) -> np.ndarray:
-    """[draws, size] Dirichlet(alpha * 1) rows via normalised Gamma draws. For tiny alpha all
-    Gammas of a row can underflow to 0; such a row becomes one-hot at a uniformly random
-    entry (the alpha -> 0 limit of the Dirichlet)."""
-    gam = rng.gamma(alpha, size=(draws, size))
-    total = gam.sum(1, keepdims=True)
-    empty = total[:, 0] == 0
-    if empty.any():
-        gam[empty] = 0.0
-        gam[empty, rng.integers(0, size, int(empty.sum()))] = 1.0
-        total = gam.sum(1, keepdims=True)
-    return gam / total
-
-
-def largest_remainder(shares: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Integer counts [C, m]: row c splits totals[c] by shares[c] (rows of zeros get nothing)."""
-    raw = shares * totals[:, None]
-    counts = np.floor(raw).astype(np.int64)
-    short = np.where(shares.sum(1) > 0, totals - counts.sum(1), 0)
-    order = np.argsort(-(raw - counts), axis=1, kind="stable")
-    for c in range(len(totals)):
-        counts[c, order[c, : short[c]]] += 1
-    return counts
-
-
-def ensure_minimum(counts: np.ndarray, minimum: int, prefer: Optional[np.ndarray] = None) -> np.ndarray:
-    """Move samples from the clients with the most samples to those with fewer than
-    `minimum`, taking the class `prefer[i]` when the donor has it (else the donor's largest
-    class). Deterministic, O(moves)."""
-    counts = counts.copy()
-    totals = counts.sum(0)
-    for i in np.nonzero(totals < minimum)[0]:
-        while totals[i] < minimum:
-            donor = int(np.argmax(totals))
-            spare = totals[donor] - minimum
-            if donor == i or spare <= 0:
-                raise ConfigError(f"partition cannot give every client {minimum} samples: the pool has "
-                                  f"{int(counts.sum())} for {counts.shape[1]} clients; lower partition.num_clients "
-                                  "or partition.min_samples")
-            c = int(prefer[i]) if prefer is not None and counts[int(prefer[i]), donor] > 0 else int(np.argmax(counts[:, donor]))
-            move = int(min(minimum - totals[i], counts[c, donor], spare))
-            counts[c, donor] -= move
-            counts[c, i] += move
-            totals[donor] -= move
-            totals[i] += move
-    return counts
-
-
-def take_indices(labels: torch.Tensor, counts: np.ndarray, g: torch.Generator) -> List[torch.Tensor]:
-    """Disjoint index sets: client i gets counts[c, i] random samples of each class c."""
-    C, m = counts.shape
-    pieces: List[List[torch.Tensor]] = [[] for _ in range(m)]
-    for c in range(C):
-        members = torch.nonzero(labels == c).squeeze(1)
-        members = members[torch.randperm(len(members), generator=g)]
-        for i, part in enumerate(torch.split(members[: int(counts[c].sum())], counts[c].tolist())):
-            pieces[i].append(part)
-    return [torch.sort(torch.cat(p)).values if p else torch.zeros(0, dtype=torch.long) for p in pieces]
+from .shares import LabelSplit, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
 
 class LabelPartition:
@@ -109,9 +37,14 @@ class LabelPartition:
     def shares(self, num_classes: int, rng: np.random.Generator) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         raise NotImplementedError
 
+    def federate(self, source, seed: int, fits=None) -> FederatedData:
+        """The partition protocol (shared with mixture.Partition): here one labelled pool split
+        over the clients by class (`split`), with the held-out test pool split alike."""
+        return build_label_federated_data(source, self, seed, fits)
+
     def split(self, train_labels: torch.Tensor, test_labels: torch.Tensor, num_classes: int,
               g: torch.Generator) -> LabelSplit:
-        rng = _numpy_rng(g)
+        rng = numpy_rng(g)
         shares, truth = self.shares(num_classes, rng)
         per_class = lambda y: np.bincount(y.numpy(), minlength=num_classes)[:num_classes]
         train = ensure_minimum(largest_remainder(shares, per_class(train_labels)), self.min_samples)
@@ -138,8 +71,9 @@ class DirichletLabels(LabelPartition):
         return dirichlet(rng, self.alpha, self.num_clients, C), None
 
 
-class _Clusters(LabelPartition):
-    """Clients 0..m/K-1 form cluster 0, the next m/K cluster 1, and so on."""
+class ClusterPartition(LabelPartition):
+    """A label partition with K true clusters: clients 0..m/K-1 form cluster 0, the next m/K
+    cluster 1, and so on (the base of the cluster-wise label partitions and CLoVE's skews)."""
 
     def __init__(self, num_clusters: Optional[int] = None, **kw):
         super().__init__(**kw)
@@ -159,7 +93,7 @@ class _Clusters(LabelPartition):
         return np.arange(self.num_clients) // self.per_cluster
 
 
-class ClusteredDirichletLabels(_Clusters):
+class ClusteredDirichletLabels(ClusterPartition):
     """Cluster-wise Dirichlet (Fed-CAM §5, alpha = (0.1, 10)): each class is split over the K
     clusters by Dirichlet(alpha_cluster), then each cluster's part over its m/K clients by
     Dirichlet(alpha_client)."""
@@ -203,7 +137,7 @@ class NClassLabels(LabelPartition):
         return _equal_split(has), None
 
 
-class ClusteredNClassLabels(_Clusters):
+class ClusteredNClassLabels(ClusterPartition):
     """Cluster-wise n-class (Fed-CAM §5, (3, 2)): cluster k gets classes_per_cluster classes,
     read off a random class permutation in turn (perm[3k], perm[3k+1], perm[3k+2], wrapping),
     so every class serves about the same number of clusters; each client then takes

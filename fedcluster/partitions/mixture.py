@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..rng import generator
+
+from ..data.federated import FederatedData, build_federated_data
 from ..errors import ConfigError
 
 
@@ -47,6 +50,16 @@ class Partition:
 
     def mixture(self, num_distributions: int, g: torch.Generator) -> torch.Tensor:
         raise NotImplementedError
+
+    def federate(self, source, seed: int, fits=None) -> FederatedData:
+        """The partition protocol (shared with labels.LabelPartition): the clients' training and
+        held-out local test data, each distribution's test data, and the ground truth. Here: a
+        mixture of the source's distributions per client. `fits(clients, train_width,
+        test_width)` checks the memory before the data is built."""
+        if fits is not None:
+            fits(self.num_clients, self.max_samples, max(1, round(self.max_samples * self.local_test_fraction)))
+        return build_federated_data(source, self.plan(len(source.distribution_names), generator(seed, "partition")),
+                                    seed)
 
     def plan(self, num_distributions: int, g: torch.Generator) -> PartitionPlan:
         if self.needs_two and num_distributions != 2:

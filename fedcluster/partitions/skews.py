@@ -26,13 +26,14 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from .labels import LabelSplit, _Clusters, _numpy_rng, dirichlet
+from .labels import ClusterPartition
+from .shares import LabelSplit, dirichlet, numpy_rng
 
 # exp111 (concept shift): each cluster swaps the label pairs (a0, a1), (a2, a3) of its list.
 AUTHORS_SWAPS = [[0, 3, 8, 9], [1, 4, 6, 9], [1, 2, 3, 6], [3, 5, 4, 7]]
 
 
-class ClusterSkew(_Clusters):
+class ClusterSkew(ClusterPartition):
     """Base of the CLoVE skews: subclasses define `layout(C, rng)` (what the training and the
     test side share) and `pools(labels, C, layout, rng, need, split)` (each cluster's sample
     indices); they may set `quarter_turns()` or `label_maps(C, rng)`."""
@@ -91,7 +92,7 @@ class ClusterSkew(_Clusters):
         return out
 
     def split(self, train_labels, test_labels, num_classes, g) -> LabelSplit:
-        rng = _numpy_rng(g)
+        rng = numpy_rng(g)
         C = num_classes
         layout = self.layout(C, rng)
         truth = self.truth()

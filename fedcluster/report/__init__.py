@@ -16,7 +16,7 @@ from ..io import write_csv, write_text
 from .cells import Stat, join_notes, latex_escape, to_csv_frame, to_latex, to_markdown
 from .runs import (Cell, Found, ReportError, Run, discover, make_cells, matches, show,
                    split_by, varying_keys)
-from .tables import GENERIC, TABLES, Context, Spec, Table, ari_curve
+from ..tables import GENERIC, TABLES, Context, Spec, Table, ari_curve
 
 __all__ = ["build_report", "make_report", "main", "ReportError", "Stat", "discover"]
 
@@ -78,7 +78,7 @@ def build_section(name: str, runs: List[Run]) -> Section:
     split = [k for k in varying if k not in consumed]
     parts = []
     for subtitle, members in split_by(cells, split):
-        table = spec.build(members, Context(name, consumed))
+        table = spec.build(members, Context(name, consumed, spec.protocol))
         table.cells, table.laid_out = members, consumed
         table.split = [(k, members[0].value(k)) for k in split]
         parts.append((subtitle, table))

@@ -1,0 +1,217 @@
+"""Fed-CAM (Ma et al.; ../shared/papers/cam-fedcam.txt): Tables 1-2 (test accuracy and macro-F1 on
+client-wise test sets), its reported numbers and protocol."""
+import re
+from typing import Dict, List, Optional, Sequence
+
+import pandas as pd
+
+from ..report.cells import DASH, Stat
+from ..report.runs import ABSENT, Cell, Run, show, sort_key
+from .common import Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
+
+
+# Fed-CAM (Ma et al., ../shared/papers/cam-fedcam.txt), Tables 1-2: test accuracy and macro-F1 (%)
+# on client-wise test sets, mean over seeds (the paper's ± std left out). Key: (K, method);
+# FedAvg/FedProx are single models (K = 1). Ensembles report no std in the paper.
+_CAM_METHODS = ["fedavg", "fedprox", "fedavg_plus", "fedprox_plus", "ifca", "ifca_cam", "fesem", "fesem_cam"]
+
+def _cam(rows):
+    """rows: {K: [(acc, f1) per method of that K block]} -> {(K, method): (acc, f1)}."""
+    out = {}
+    for K, values in rows.items():
+        methods = _CAM_METHODS[:2] if K == 1 else _CAM_METHODS[2:]
+        out.update({(K, m): v for m, v in zip(methods, values)})
+    return out
+
+FEDCAM_TABLES = {
+    ("cam_table1", "fashion_mnist", "cluster_dirichlet"): _cam({
+        1: [(86.08, 57.24), (86.32, 58.03)],
+        5: [(87.61, 59.48), (87.94, 59.83), (84.60, 62.03), (93.33, 79.64), (94.64, 82.90), (95.13, 85.10)],
+        10: [(89.42, 67.83), (89.55, 68.02), (82.10, 62.62), (95.42, 88.45), (95.73, 89.34), (96.19, 92.37)]}),
+    ("cam_table1", "fashion_mnist", "cluster_nclass"): _cam({
+        1: [(86.33, 46.09), (86.42, 45.86)],
+        5: [(86.95, 65.61), (86.52, 65.73), (84.94, 66.50), (95.38, 77.56), (94.20, 77.07), (95.69, 78.82)],
+        10: [(86.91, 63.01), (86.73, 63.42), (86.58, 66.22), (95.09, 82.98), (95.54, 84.43), (98.07, 92.43)]}),
+    ("cam_table1", "cifar10", "cluster_dirichlet"): _cam({
+        1: [(24.38, 11.69), (24.73, 11.28)],
+        5: [(25.97, 12.16), (26.05, 12.53), (34.10, 22.12), (58.13, 28.09), (59.06, 32.33), (64.35, 38.33)],
+        10: [(28.45, 13.79), (28.33, 13.64), (34.84, 22.76), (70.90, 40.03), (66.89, 38.35), (78.45, 49.50)]}),
+    ("cam_table1", "cifar10", "cluster_nclass"): _cam({
+        1: [(21.33, 9.00), (22.66, 9.23)],
+        5: [(24.35, 9.06), (24.83, 9.31), (29.80, 17.90), (54.56, 27.27), (58.76, 35.75), (65.58, 38.63)],
+        10: [(27.28, 9.81), (26.94, 9.64), (34.06, 18.70), (68.46, 41.45), (71.76, 49.72), (75.04, 55.90)]}),
+    ("cam_table2", "fashion_mnist", "dirichlet"): _cam({
+        1: [(85.90, 54.52), (86.03, 54.69)],
+        5: [(86.12, 61.07), (86.39, 56.56), (90.13, 68.47), (93.72, 70.67), (91.51, 73.78), (94.74, 75.12)],
+        10: [(86.81, 60.43), (86.24, 56.2), (91.04, 68.6), (95.70, 79.17), (93.3, 80.47), (95.25, 81.5)]}),
+    ("cam_table2", "fashion_mnist", "nclass"): _cam({
+        1: [(86.17, 44.88), (86.47, 44.89)],
+        5: [(86.5, 45.39), (86.15, 45.43), (91.54, 72.30), (92.24, 70.24), (91.83, 71.05), (93.14, 76.98)],
+        10: [(86.91, 47.12), (86.78, 42.83), (91.42, 72.29), (92.57, 76.31), (93.75, 79.39), (95.15, 86.16)]}),
+    ("cam_table2", "cifar10", "dirichlet"): _cam({
+        1: [(25.62, 11.38), (25.72, 11.14)],
+        5: [(25.71, 12.45), (25.58, 12.43), (47.21, 22.67), (54.32, 23.48), (54.30, 24.78), (59.71, 40.45)],
+        10: [(27.83, 13.65), (25.86, 12.84), (47.62, 23.36), (72.54, 42.86), (67.0, 31.69), (80.11, 59.19)]}),
+    ("cam_table2", "cifar10", "nclass"): _cam({
+        1: [(24.30, 8.56), (24.19, 8.69)],
+        5: [(24.83, 8.74), (25.88, 8.55), (46.54, 17.78), (54.92, 25.20), (55.55, 32.80), (56.70, 34.52)],
+        10: [(27.71, 9.65), (26.16, 9.94), (47.96, 17.88), (61.01, 31.63), (63.64, 42.97), (69.88, 49.5)]}),
+}
+
+# Fed-CAM §5: "Each dataset is split among 200 clients"; "100 global communication rounds,
+# including 30 warm-up rounds if applicable" (the whole training set, no per-client size).
+FEDCAM_PROTOCOL = Protocol(rounds=100, num_clients=200, training_pool="full")
+
+CAM_METHODS = ["fedavg", "fedprox", "fedavg_plus", "fedprox_plus", "ifca", "ifca_cam", "fesem", "fesem_cam"]
+
+K_FREE = ("fedavg", "fedprox")   # single-model methods: K (num_clusters) is not theirs
+
+K_KEYS = ("num_clusters", "algorithm.num_clusters", "algorithm.base.num_clusters")
+
+def _cluster_count(cell: Cell):
+    """The number of clusters a clustered run used: its algorithm's own num_clusters where set,
+    else the run's num_clusters (the summary records resolved values; config.yaml may say null)."""
+    resolved = cell.runs[0].summary.get("config") or {}
+    algorithm = resolved.get("algorithm") or {}
+    for k in (algorithm.get("num_clusters"), (algorithm.get("base") or {}).get("num_clusters"),
+              cell.value("algorithm.num_clusters"), cell.value("algorithm.base.num_clusters"),
+              resolved.get("num_clusters"), cell.value("num_clusters")):
+        if k not in (None, ABSENT):
+            return k
+    return "?"
+
+def _labels_apart(cells: Sequence[Cell], keys: Sequence[str]) -> List[str]:
+    """For cells that would share one table row: '(key=value, ...)' naming the `keys` of their
+    identity on which they differ (empty for a single cell), so each gets its own row."""
+    if len(cells) < 2:
+        return [""] * len(cells)
+    differing = [k for k in keys if len({c.value(k) for c in cells}) > 1]
+    return ["(" + ", ".join(f"{k}={show(c.value(k))}" for k in differing) + ")" for c in cells]
+
+def _merge_k_free(cells: Sequence[Cell]):
+    """FedAvg/FedProx rows: a K sweep runs them once per K although they ignore K. Cells of one
+    such method that differ only in num_clusters become one row with one run per seed (the
+    first by path). Where something else differs too (a cluster-wise partition splits the data
+    into num_clusters clusters: partition.num_clusters) they stay apart, labelled by it.
+    Returns ({(label, method): runs}, number of runs left out, keys that kept them apart)."""
+    by_method: Dict[str, Dict[tuple, List[Cell]]] = {}
+    for c in cells:
+        reduced = tuple((k, v) for k, v in c.key if k not in K_KEYS)
+        by_method.setdefault(c.value("algorithm.name"), {}).setdefault(reduced, []).append(c)
+    out, dropped, apart = {}, 0, set()
+    for method, groups in by_method.items():
+        reps = [members[0] for members in groups.values()]
+        keys = [k for k, _ in next(iter(groups))]
+        labels = _labels_apart(reps, keys)
+        if len(reps) > 1:
+            apart.update(k for k in keys if len({c.value(k) for c in reps}) > 1)
+        for members, suffix in zip(groups.values(), labels):
+            kept = {}
+            for r in sorted((r for c in members for r in c.runs), key=lambda r: str(r.path)):
+                if r.seed in kept:
+                    dropped += 1
+                else:
+                    kept[r.seed] = r
+            out[(f"1 {suffix}".strip(), method)] = sorted(kept.values(), key=lambda r: str(r.seed))
+    return out, dropped, sorted(apart)
+
+def _k_number(label) -> Optional[int]:
+    """The K of a row label such as '5' or '5 (partition.num_clusters=3)' (None if unknown)."""
+    try:
+        return int(float(str(label).split(" ")[0]))
+    except ValueError:
+        return None
+
+def _natural(text: str) -> tuple:
+    """Sort key that orders '(x=5)' before '(x=10)'."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
+
+def _cam_row_order(key):
+    """Rows as in the paper: K = 1 methods, then each K's block in the paper's method order."""
+    label, method = key
+    k = _k_number(label)
+    return (0 if method in K_FREE else 1, k if k is not None else float("inf"),
+            CAM_METHODS.index(method) if method in CAM_METHODS else 99, str(method), _natural(str(label)))
+
+def table_cam(cells, ctx) -> Table:
+    """Fed-CAM Tables 1-2: rows (K, method); per (dataset, partition) our accuracy (mean over
+    clients, and micro: pooled over all clients' test samples, as the paper scores it) and
+    macro-F1 (%) beside the paper's; then the clustering diagnostics of the clustered methods."""
+    settings: Dict[tuple, Dict[tuple, List[Run]]] = {}
+    diag_cells = []
+    dropped, apart = 0, set()
+    by_setting: Dict[tuple, List[Cell]] = {}
+    for c in cells:
+        by_setting.setdefault((c.value("dataset.name"), c.value("partition.name")), []).append(c)
+    for setting, members in by_setting.items():
+        free = [c for c in members if c.value("algorithm.name") in K_FREE]
+        merged, n_dropped, keys_apart = _merge_k_free(free)
+        dropped += n_dropped
+        apart.update(keys_apart)
+        entries = dict(merged)
+        by_k: Dict[tuple, List[Cell]] = {}
+        for c in members:
+            if c.value("algorithm.name") not in K_FREE:
+                by_k.setdefault((str(_cluster_count(c)), c.value("algorithm.name")), []).append(c)
+        for (k, method), group in by_k.items():
+            for c, suffix in zip(group, _labels_apart(group, [key for key, _ in group[0].key])):
+                label = f"{k} {suffix}".strip()
+                entries[(label, method)] = c.runs
+                diag_cells.append((setting, (label, method), c))
+        settings[setting] = entries
+    order = sorted(settings, key=lambda s: tuple(sort_key(v) for v in s))
+    row_keys = sorted({k for e in settings.values() for k in e}, key=_cam_row_order)
+    protocol = ctx.protocol
+    rows = []
+    for label, method in row_keys:
+        row = {"K": label, "method": method}
+        for d, p in order:
+            rs = settings[(d, p)].get((label, method), [])
+            gaps = protocol_gaps(protocol, [r for e in settings[(d, p)].values() for r in e])
+            k_int = 1 if method in K_FREE else _k_number(label)
+            ref = FEDCAM_TABLES.get((ctx.table, d, p), {}).get((k_int, method))
+            tag = f"{d}/{p}"
+            row[f"{tag} acc"] = Stat.pct(local_metric(r.summary, "local_test_accuracy") for r in rs)
+            row[f"{tag} micro acc"] = Stat.pct((r.summary.get("local_micro") or {}).get("local_test_accuracy")
+                                               for r in rs)
+            row[paper_label(f"{tag} acc paper", gaps)] = ref[0] if ref else DASH
+            row[f"{tag} F1"] = Stat.pct(local_metric(r.summary, "local_test_macro_f1") for r in rs)
+            row[paper_label(f"{tag} F1 paper", gaps)] = ref[1] if ref else DASH
+            row[f"{tag} seeds"] = len({r.seed for r in rs})
+        rows.append(row)
+    diag = []
+    for (d, p), (label, method), c in sorted(diag_cells, key=lambda x: (tuple(sort_key(v) for v in x[0]), _cam_row_order(x[1]))):
+        rs = c.summaries
+        if "cluster_sizes" not in rs[0]:
+            continue
+        diag.append({"setting": f"{d}/{p}", "K": label, "method": method, "seeds": len(c.seeds),
+                     "ARI vs truth": Stat.of(s.get("ari") for s in rs),
+                     "largest cluster share": Stat.of(s.get("largest_cluster_share") for s in rs),
+                     "non-empty clusters": Stat.of(s.get("nonempty_clusters") for s in rs),
+                     "final sizes (first seed)": " ".join(map(str, sorted(rs[0]["cluster_sizes"], reverse=True)))})
+    runs = runs_of(cells)
+    clients = "/".join(unique(str(r.summary.get("num_clients")) for r in runs))
+    rounds = "/".join(unique(str(r.summary.get("rounds")) for r in runs))
+    notes = [f"{len(runs)} runs; {clients} clients, {rounds} rounds. Accuracy and macro-F1 (%) of each client's "
+             "predictor on its own held-out test split: 'acc' and 'F1' are means over clients; 'micro acc' is the "
+             "accuracy over all clients' test samples pooled (Fed-CAM §5's 'micro accuracy', so the paper's acc "
+             "column compares with it; empty for runs that predate it). 'paper': Fed-CAM's reported mean "
+             "(200 clients, 100 rounds, the whole training set)."]
+    if dropped or any(m in K_FREE for _, m in row_keys):
+        note = ("FedAvg and FedProx (K = 1) do not use num_clusters; a K sweep runs them once per K, so runs of "
+                "theirs that differ only in num_clusters are one row, one run kept per seed (the first by path")
+        notes.append(note + (f"; {dropped} identical-apart-from-K runs left out)." if dropped else ")."))
+    if apart:
+        notes.append(f"FedAvg/FedProx runs that also differ in {', '.join(apart)} (the data itself depends on "
+                     "num_clusters) are kept as separate K = 1 rows, labelled with it.")
+    extra = [("Clustering (final round)", pd.DataFrame(diag))] if diag else []
+    return Table(pd.DataFrame(rows).fillna(""), notes, extra)
+
+_CAM_KEYS = ("dataset.name", "partition.name", "algorithm.name", "num_clusters", "partition.num_clusters",
+             "algorithm.num_clusters", "algorithm.base.num_clusters")
+
+
+TABLES: Dict[str, Spec] = {
+    "cam_table1": Spec("Fed-CAM Table 1 (cluster-wise non-IID)", table_cam, _CAM_KEYS, FEDCAM_PROTOCOL),
+    "cam_table2": Spec("Fed-CAM Table 2 (client-wise non-IID)", table_cam, _CAM_KEYS, FEDCAM_PROTOCOL),
+}
