@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .algorithms.base import Algorithm, Federation
-from .engine.evaluate import outputs_on_shared
+from .engine.forward import outputs_on_shared
 from .engine.losses import per_sample_loss
 from .metrics import ari, model_metrics
 

@@ -35,6 +35,7 @@ RULES: Dict[str, Rule] = {
     # run
     "rounds": _at_least(1), "seed": _at_least(0), "eval_every": _at_least(1), "checkpoint_every": _at_least(0),
     "warmup_rounds": _at_least(0), "num_clusters": _at_least(1), "divergence_factor": _positive(),
+    "split_after_round": _at_least(0), "local_rounds": _at_least(1),
     # train
     "lr": _positive(), "epochs": _at_least(1), "batch_size": _at_least(1), "steps": _at_least(1),
     "momentum": _in(0, 1, closed_hi=False), "weight_decay": _at_least(0),

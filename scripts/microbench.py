@@ -39,7 +39,7 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--step":
         print(train_step(sys.argv[2] == "tuned", int(sys.argv[3])))
         return
-    from fedcluster.engine import evaluate as ev
+    from fedcluster.engine import forward as ev
     from fedcluster.models import LeNetCNN
     from fedcluster.models.stacked import init_stack
     torch.set_num_threads(1)

@@ -15,7 +15,7 @@ fedcluster "${common[@]}" "${img[@]}" algorithm=ifca_cam warmup_rounds=2 hydra.r
 fedcluster "${common[@]}" "${img[@]}" algorithm=fesem_cam warmup_rounds=2 hydra.run.dir="$out/fesem_cam"
 fedcluster "${common[@]}" "${img[@]}" algorithm=clove hydra.run.dir="$out/clove"
 fedcluster "${common[@]}" "${img[@]}" algorithm=clove algorithm.averaging=gradient hydra.run.dir="$out/clove_gradient"
-fedcluster "${common[@]}" "${img[@]}" algorithm=cfl algorithm.warmup_rounds=2 algorithm.eps1=10 algorithm.eps2=0 hydra.run.dir="$out/cfl"
+fedcluster "${common[@]}" "${img[@]}" algorithm=cfl algorithm.split_after_round=2 algorithm.eps1=10 algorithm.eps2=0 hydra.run.dir="$out/cfl"
 fedcluster "${common[@]}" "${img[@]}" algorithm=ifca engine=batched hydra.run.dir="$out/ifca_batched"
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedprox hydra.run.dir="$out/fedprox"
 fedcluster "${common[@]}" "${img[@]}" algorithm=local hydra.run.dir="$out/local"

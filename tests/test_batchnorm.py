@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fedcluster.engine.evaluate import outputs_on_shared
+from fedcluster.engine.forward import outputs_on_shared
 from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule
 from fedcluster.engine.optim import build_optimizer
 from fedcluster.models import BatchNormCNN

@@ -219,7 +219,7 @@ def test_cfl_keeps_the_authors_thresholds_and_offers_calibrated_ones():
     from conftest import make_cfg
     from fedcluster.assemble import make
     default = make_cfg(["algorithm=cfl"]).algorithm
-    assert (default.eps1, default.eps2, default.warmup_rounds) == (0.4, 1.6, 20)
+    assert (default.eps1, default.eps2, default.split_after_round) == (0.4, 1.6, 20)
     calibrated = make_cfg(["algorithm=cfl_calibrated"]).algorithm
     assert calibrated.name == "cfl_calibrated" and (calibrated.eps1, calibrated.eps2) == (0.3, 0.43)
-    assert calibrated.warmup_rounds == 20 and make(calibrated).eps2 == 0.43
+    assert calibrated.split_after_round == 20 and make(calibrated).eps2 == 0.43

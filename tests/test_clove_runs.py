@@ -51,7 +51,7 @@ def test_clove_engines_agree(tmp_path, root):
 
 def test_cfl_splits_when_the_criterion_holds(tmp_path, root):
     # eps1 huge, eps2 = 0: the split rule holds at once after the warm-up; 8 clients -> more clusters.
-    s = run(cfg(root, "partition=concept_shift", "num_clusters=2", "algorithm=cfl", "algorithm.warmup_rounds=1",
+    s = run(cfg(root, "partition=concept_shift", "num_clusters=2", "algorithm=cfl", "algorithm.split_after_round=1",
                 "algorithm.eps1=1e9", "algorithm.eps2=0"), tmp_path / "split")
     assert s["nonempty_clusters"] > 1
     norms = pd.read_csv(tmp_path / "split" / "cfl_splits.csv")

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
 
-from fedcluster.engine import evaluate as ev
+from fedcluster.engine import forward as ev
 from fedcluster.engine.terms import terms_from
 from fedcluster.engine.local import LocalJob, LocalTrainer
 from fedcluster.engine.optim import SGD, Adam

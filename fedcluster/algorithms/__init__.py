@@ -10,7 +10,7 @@ from .fedem import FedEM
 from .fedsoft import FedSoft
 from .fesem import FeSEM
 from .ifca import IFCA
-from .local_only import LocalOnly
+from .local import LocalOnly
 
 __all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg", "FedEM", "FedProx", "FedSoft", "FeSEM",
            "IFCA", "LocalOnly"]

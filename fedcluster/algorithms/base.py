@@ -12,7 +12,7 @@ from typing import Callable, List, Optional
 import torch
 
 from ..data import FederatedData
-from ..engine.evaluate import losses_on_clients, outputs_paired
+from ..engine.forward import losses_on_clients, outputs_paired
 from ..engine.terms import Term, concat_terms
 from ..models.stacked import Stack, init_stack
 from ..rng import derived_seed, generator

@@ -3,7 +3,7 @@ clustered additive modeling', Fed-CAM Algorithm 1): a wrapper that turns a clust
 algorithm (IFCA, FeSEM) into its CAM version."""
 import torch
 
-from ..engine.evaluate import outputs_on_clients, outputs_paired
+from ..engine.forward import outputs_on_clients, outputs_paired
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import FrozenOffset

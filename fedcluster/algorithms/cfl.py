@@ -4,7 +4,7 @@ All clients start in one cluster. Each round every client trains from its cluste
 and sends its update dW_i. A cluster is split in two when its clients have reached a
 stationary point of the joint objective but not of their own ones: the norm of the
 weighted mean update is below eps1 while the largest client update norm is above eps2
-(and the cluster has more than 2 clients, after `warmup_rounds` rounds). The split is the
+(and the cluster has more than 2 clients, from round `split_after_round` on (0-based)). The split is the
 2-cluster complete-linkage clustering of the clients' pairwise cosine similarities; both
 halves start from the parent's model. Then each cluster's model moves by the n_i-weighted
 mean update of its clients. Split rule, linkage and warm-up (20 rounds) follow the authors'
@@ -47,12 +47,12 @@ def bipartition(updates: torch.Tensor) -> np.ndarray:
 class CFL(ClusteredAlgorithm):
     name = "cfl"
 
-    def __init__(self, eps1: float = 0.4, eps2: float = 1.6, warmup_rounds: int = 20, max_clusters: int = 0):
+    def __init__(self, eps1: float = 0.4, eps2: float = 1.6, split_after_round: int = 20, max_clusters: int = 0):
         if eps1 < 0 or eps2 < 0:
             raise ConfigError(f"algorithm.eps1={eps1} and eps2={eps2} must be >= 0")
         if max_clusters < 0:
             raise ConfigError(f"algorithm.max_clusters={max_clusters} must be >= 0 (0 = no limit)")
-        self.eps1, self.eps2, self.warmup_rounds, self.max_clusters = eps1, eps2, warmup_rounds, max_clusters
+        self.eps1, self.eps2, self.split_after_round, self.max_clusters = eps1, eps2, split_after_round, max_clusters
 
     def setup(self, fed):
         self.centers = fed.init_models(1, "centers")
@@ -75,7 +75,7 @@ class CFL(ClusteredAlgorithm):
             if len(members) <= 2:
                 continue
             criterion, mean_norm, max_norm = split_criterion(updates[members], sizes[members], self.eps1, self.eps2)
-            split = (criterion and t >= self.warmup_rounds
+            split = (criterion and t >= self.split_after_round
                      and not (self.max_clusters and self.num_clusters >= self.max_clusters))
             self.split_log.append({"round": t, "cluster": c, "clients": len(members), "mean_norm": mean_norm,
                                    "max_norm": max_norm, "split": split})

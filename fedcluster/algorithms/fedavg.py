@@ -1,7 +1,7 @@
 """FedAvg (McMahan et al. 2017) and FedProx (Li et al. 2020): one global model."""
 import torch
 
-from ..engine.evaluate import outputs_on_clients
+from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
 from ..errors import ConfigError
 from ..models.stacked import repeat

@@ -2,7 +2,7 @@
 components; FedSoft's baseline (FedSoft §5)."""
 import torch
 
-from ..engine.evaluate import outputs_on_clients
+from ..engine.forward import outputs_on_clients
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import SampleWeights

@@ -25,7 +25,7 @@ class FeSEM(ClusteredAlgorithm):
     trained models, starting from the current centers: c(i) = nearest center, Theta_k = the
     n_i-weighted centroid of its clients (eq. 11), iterated to convergence (<= kmeans_iters).
 
-    Start-up: for `warmup_rounds` rounds every client trains its own model (from one common
+    Start-up: for `local_rounds` rounds every client trains its own model (from one common
     initialisation, no regulariser); after the last of them the first K centers come from
     k-means++ seeding on those models. Plain FeSEM uses 1 such round; FeSEM-CAM uses beta
     (Fed-CAM: "beta epochs of local training only ... then clustering").
@@ -36,13 +36,13 @@ class FeSEM(ClusteredAlgorithm):
     name = "fesem"
 
     def __init__(self, num_clusters: int = 2, lam: float = 0.01, distance_on: str = "all",
-                 kmeans_iters: int = 10, warmup_rounds: int = 1):
+                 kmeans_iters: int = 10, local_rounds: int = 1):
         check_choice("distance_on", distance_on, DISTANCES)
-        if lam < 0 or kmeans_iters < 1 or warmup_rounds < 1:
-            raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, warmup_rounds >= 1; got {lam}, "
-                              f"{kmeans_iters}, {warmup_rounds}")
+        if lam < 0 or kmeans_iters < 1 or local_rounds < 1:
+            raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, local_rounds >= 1; got {lam}, "
+                              f"{kmeans_iters}, {local_rounds}")
         self.num_clusters, self.lam, self.distance_on = num_clusters, lam, distance_on
-        self.kmeans_iters, self.warmup_rounds = kmeans_iters, warmup_rounds
+        self.kmeans_iters, self.local_rounds = kmeans_iters, local_rounds
 
     def setup(self, fed):
         self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
@@ -64,7 +64,7 @@ class FeSEM(ClusteredAlgorithm):
     def aggregate(self, t, plan, trained, fed):
         for k in self.local:
             self.local[k][plan.clients] = trained[k]
-        if not self.clustered and t + 1 < self.warmup_rounds:
+        if not self.clustered and t + 1 < self.local_rounds:
             return
         points = flatten(self.local, self._keys)
         weights = fed.sizes.double()

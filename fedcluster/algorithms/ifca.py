@@ -1,7 +1,7 @@
 """IFCA (Ghosh et al., NeurIPS 2020), model-averaging variant."""
 import torch
 
-from ..engine.evaluate import losses_on_clients, outputs_paired
+from ..engine.forward import losses_on_clients, outputs_paired
 from ..models.stacked import Stack, repeat
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm, check_choice
