@@ -236,7 +236,7 @@ def test_unwritable_report_files_print_the_report(tmp_path, capsys, monkeypatch)
         raise PermissionError(13, "Permission denied", str(path))
     monkeypatch.setattr(report, "write_text", refuse)
     monkeypatch.setattr(report, "write_csv", refuse)
-    monkeypatch.setattr(report, "_write_figure", refuse)
+    monkeypatch.setattr(report, "write_figure", refuse)
     _check_printed_with_warning(capsys, tmp_path)
 
 

@@ -6,16 +6,15 @@ one's full-batch gradient when the plan says `local="gradient"`, and hands the r
 `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
 on every distribution's test set and `local_outputs()` (each client's own predictor) on
 every client's data."""
-from dataclasses import dataclass, field, replace
-from typing import Callable, List, Optional
+from dataclasses import dataclass, field
+from typing import List, Optional
 
 import torch
 
-from ..data import FederatedData
-from ..engine.forward import losses_on_clients, outputs_paired
+from ..engine.forward import outputs_paired
 from ..engine.terms import Term, concat_terms
-from ..models.stacked import Stack, init_stack
-from ..rng import derived_seed, generator
+from ..models.stacked import Stack
+from .federation import Federation
 
 
 @dataclass
@@ -55,59 +54,6 @@ def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
     """Inverse of concatenating plans: the trained rows of each plan, in order."""
     parts = {k: torch.split(v, sizes) for k, v in stack.items()}
     return [{k: parts[k][i] for k in stack} for i in range(len(sizes))]
-
-
-@dataclass
-class Federation:
-    """What algorithms may use: the clients' data, the model, and the run's random streams."""
-    data: FederatedData
-    model: torch.nn.Module
-    build_model: Callable[[], torch.nn.Module]
-    seed: int
-    device: torch.device
-    dtype: torch.dtype
-    train_offsets: Optional[torch.Tensor] = None   # [N, Nmax, C] added to every model's outputs (Fed-CAM)
-
-    def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
-        """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
-        return replace(self, train_offsets=offsets)
-
-    def with_seed(self, seed: int) -> "Federation":
-        """A view with its own random streams (an ensemble member)."""
-        return replace(self, seed=seed)
-
-    @property
-    def num_clients(self) -> int:
-        return self.data.num_clients
-
-    @property
-    def sizes(self) -> torch.Tensor:
-        """n_k, the number of training samples of each client."""
-        return self.data.train.n.to(self.device)
-
-    def init_models(self, count: int, purpose: str) -> Stack:
-        return init_stack(self.build_model, count, derived_seed(self.seed, purpose), self.device, self.dtype)
-
-    def generator(self, purpose: str, *keys: int) -> torch.Generator:
-        return generator(self.seed, purpose, *keys)
-
-    def train_losses(self, models: Stack) -> torch.Tensor:
-        """Per-sample loss of each model on each client's training data: [K, N, Nmax] (padding = +inf)."""
-        tr = self.data.train
-        return losses_on_clients(self.model, self.data.task, models, tr.x, tr.y, tr.mask, self.train_offsets)
-
-    def mean_train_losses(self, models: Stack) -> torch.Tensor:
-        """Mean loss of each model on each client's training data: [N, K]."""
-        losses = self.train_losses(models).masked_fill(~self.data.train.mask.unsqueeze(0), 0.0)
-        return (losses.sum(2) / self.sizes.clamp_min(1).to(losses.dtype)).T
-
-    def sample_clients(self, fraction: float, t: int) -> torch.Tensor:
-        """A random subset of round(fraction * N) clients (all when fraction = 1)."""
-        N = self.num_clients
-        m = max(1, round(fraction * N))
-        if m >= N:
-            return torch.arange(N, device=self.device)
-        return torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values.to(self.device)
 
 
 class Algorithm:

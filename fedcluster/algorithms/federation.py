@@ -1,0 +1,63 @@
+"""What algorithms may use of a run: the clients' data, the model, and the run's random streams."""
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
+
+import torch
+
+from ..data import FederatedData
+from ..engine.forward import losses_on_clients
+from ..models.stacked import Stack, init_stack
+from ..rng import derived_seed, generator
+
+
+@dataclass
+class Federation:
+    """What algorithms may use: the clients' data, the model, and the run's random streams."""
+    data: FederatedData
+    model: torch.nn.Module
+    build_model: Callable[[], torch.nn.Module]
+    seed: int
+    device: torch.device
+    dtype: torch.dtype
+    train_offsets: Optional[torch.Tensor] = None   # [N, Nmax, C] added to every model's outputs (Fed-CAM)
+
+    def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
+        """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
+        return replace(self, train_offsets=offsets)
+
+    def with_seed(self, seed: int) -> "Federation":
+        """A view with its own random streams (an ensemble member)."""
+        return replace(self, seed=seed)
+
+    @property
+    def num_clients(self) -> int:
+        return self.data.num_clients
+
+    @property
+    def sizes(self) -> torch.Tensor:
+        """n_k, the number of training samples of each client."""
+        return self.data.train.n.to(self.device)
+
+    def init_models(self, count: int, purpose: str) -> Stack:
+        return init_stack(self.build_model, count, derived_seed(self.seed, purpose), self.device, self.dtype)
+
+    def generator(self, purpose: str, *keys: int) -> torch.Generator:
+        return generator(self.seed, purpose, *keys)
+
+    def train_losses(self, models: Stack) -> torch.Tensor:
+        """Per-sample loss of each model on each client's training data: [K, N, Nmax] (padding = +inf)."""
+        tr = self.data.train
+        return losses_on_clients(self.model, self.data.task, models, tr.x, tr.y, tr.mask, self.train_offsets)
+
+    def mean_train_losses(self, models: Stack) -> torch.Tensor:
+        """Mean loss of each model on each client's training data: [N, K]."""
+        losses = self.train_losses(models).masked_fill(~self.data.train.mask.unsqueeze(0), 0.0)
+        return (losses.sum(2) / self.sizes.clamp_min(1).to(losses.dtype)).T
+
+    def sample_clients(self, fraction: float, t: int) -> torch.Tensor:
+        """A random subset of round(fraction * N) clients (all when fraction = 1)."""
+        N = self.num_clients
+        m = max(1, round(fraction * N))
+        if m >= N:
+            return torch.arange(N, device=self.device)
+        return torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values.to(self.device)

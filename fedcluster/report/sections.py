@@ -1,0 +1,114 @@
+"""A report's sections: the runs of one paper table (or of none), split into sub-tables by the
+config keys the table does not lay out; their CSV frames and the ARI-over-rounds figure."""
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import pandas as pd
+
+from ..tables import GENERIC, TABLES, Context, Spec, Table, ari_curve
+from .cells import to_csv_frame
+from .runs import Cell, Run, make_cells, matches, show, split_by, varying_keys
+
+
+STD_NOTE = ("± is the sample standard deviation (ddof=1) over seeds and n the number of seeds "
+            "(one seed: its value alone).")
+
+
+@dataclass
+class Section:
+    """One paper table (or the generic one) and its sub-tables."""
+    name: str
+    title: str
+    notes: List[str]
+    parts: List[Tuple[str, Table]]   # (sub-table title, table); title "" when there is one
+
+def slug(name: str) -> str:
+    """A table name as a file-name part ('runs' for runs without a paper table)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "runs"
+
+def _key_note(consumed: List[str], split: List[str]) -> str:
+    """Which config keys vary between a table's runs and how the table shows them."""
+    if not consumed and not split:
+        return "No config key varies between these runs apart from the seed."
+    parts = []
+    if consumed:
+        parts.append(f"laid out in the table: {', '.join(consumed)}")
+    if split:
+        parts.append(f"one table per combination of: {', '.join(split)}")
+    return f"Config keys that vary between these runs ({'; '.join(parts)})."
+
+def build_section(name: str, runs: List[Run]) -> Section:
+    """One table's runs -> its cells (runs differing only in seed), split into sub-tables by
+    the varying keys the table does not lay out, each built by the table's function."""
+    spec: Spec = TABLES.get(name, GENERIC)
+    varying = [k for k in varying_keys(runs) if k != "table"]
+    cells = make_cells(runs, varying)
+    consumed = [k for k in varying if matches(k, spec.consumes)]
+    split = [k for k in varying if k not in consumed]
+    parts = []
+    for subtitle, members in split_by(cells, split):
+        table = spec.build(members, Context(name, consumed, spec.protocol))
+        table.cells, table.laid_out = members, consumed
+        table.split = [(k, members[0].value(k)) for k in split]
+        parts.append((subtitle, table))
+    notes = [_key_note(consumed, split), STD_NOTE]
+    title = spec.title if name in TABLES or not name else f"{spec.title}; table: {name}"
+    return Section(name, title, notes, parts)
+
+def sections_for(runs: List[Run]) -> List[Section]:
+    """Runs grouped by the `table` their preset set (paper tables first, in TABLES order)."""
+    by_table = {}
+    for r in runs:
+        name = r.value("table")
+        by_table.setdefault(name if isinstance(name, str) else "", []).append(r)
+    order = [n for n in TABLES if n in by_table] + sorted(n for n in by_table if n not in TABLES)
+    return [build_section(n, by_table[n]) for n in order]
+
+def csv_frame(section: Section, which: int) -> Optional[pd.DataFrame]:
+    """A section's main frame (which = 0) or its n-th extra frame, all sub-tables stacked,
+    with the sub-table's key values as leading columns."""
+    frames = []
+    for subtitle, table in section.parts:
+        frame = table.frame if which == 0 else (table.extra[which - 1][1] if len(table.extra) >= which else None)
+        if frame is None or not len(frame):
+            continue
+        frame = to_csv_frame(frame)
+        for i, (key, value) in enumerate(table.split):
+            frame.insert(i, key, value if isinstance(value, (int, float, str)) else show(value))
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+def _line_label(cell: Cell, keys: List[str]) -> str:
+    """A figure line's label: the cell's values of the laid-out keys other than data set and
+    partition (the panel says those), e.g. 'clove, init=identical, train.lr=0.01'. Every key is
+    named in full (algorithm options without 'algorithm.'), so two configurations never share
+    a label and so a line."""
+    parts = []
+    for k in keys:
+        if k in ("dataset.name", "partition.name"):
+            continue
+        name = k[len("algorithm."):] if k.startswith("algorithm.") else k
+        parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{name}={show(cell.value(k))}")
+    return ", ".join(parts) or show(cell.value("algorithm.name"))
+
+def figure_panels(sections: List[Section]):
+    """ARI-over-rounds panels: one per (table, sub-table, data set/partition), one line per
+    cell (seeds averaged; rounds without a clustering are left out)."""
+    panels = {}
+    for section in sections:
+        for subtitle, table in section.parts:
+            for cell in table.cells:
+                curves = [ari_curve(s) for s in cell.summaries]
+                if not any(v is not None for c in curves for v in c):
+                    continue
+                where = f"{show(cell.value('dataset.name'))}/{show(cell.value('partition.name'))}"
+                title = " ".join(x for x in (section.name, where, f"[{subtitle}]" if subtitle else "") if x)
+                panels.setdefault(title, {}).setdefault(_line_label(cell, table.laid_out), []).extend(curves)
+    return sorted(panels.items())
+
+def write_figure(path: Path, panels) -> None:
+    """The ARI-over-rounds figure (matplotlib is imported only when there is one to draw)."""
+    from ..plots import write_ari_over_rounds
+    write_ari_over_rounds(path, panels)
