@@ -1,0 +1,110 @@
+"""Every option of every config group, and every preset, composes and runs 2 rounds on tiny fake
+data (lightning-hydra-template's pattern): a new yaml is tested the moment it lands.
+
+Options and presets are found by listing conf/, so nothing here names them; `shrink` makes any
+composed config tiny by the keys it has (clients, samples, steps), whatever its group options."""
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf, open_dict
+
+from conftest import CONF, make_cfg
+from fakedata import write_cifar10, write_mnist_like
+from fedcluster.runner import run
+
+GROUPS = ("dataset", "partition", "model", "algorithm")
+OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
+PRESETS = sorted(str(f.relative_to(CONF / "preset"))[:-5] for f in (CONF / "preset").rglob("*.yaml"))
+
+# What each group's option is run with, where the defaults (synthetic regression, a two-group
+# mixture, a linear model, FedSoft) cannot take it: image models and label partitions need images.
+IMAGES = ["dataset=fashion_mnist", "dataset.distributions=[{rotation: 0}]", "model=lenet", "engine=batched"]
+CONTEXT = {
+    "dataset": ["partition=random"],   # any number of distributions
+    "partition": IMAGES,
+    "model": IMAGES + ["partition=random"],
+    "algorithm": IMAGES + ["partition=cluster_dirichlet", "num_clusters=2"],
+}
+TWO_ROTATIONS = ["dataset=fashion_mnist", "model=lenet", "engine=batched"]   # fashion_mnist: 0 and 90 degrees
+INSTEAD = {   # options that need other data than CONTEXT gives their group
+    ("model", "cifar_cnn"): ["dataset=cifar10", "partition=random"],
+    ("model", "linear"): [],
+    ("model", "mlp"): [],
+    ("model", "fc_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
+    ("model", "conv_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
+    **{("partition", mix): TWO_ROTATIONS for mix in ("mix_10_90", "mix_30_70", "linear", "random", "clustered")},
+}
+
+
+def sweep_firsts(preset: str):
+    """The first value of each of a preset's sweep parameters, as overrides: one job of its grid."""
+    params = OmegaConf.load(CONF / "preset" / f"{preset}.yaml").get("hydra", {}).get("sweeper", {}).get("params", {})
+    return [f"{k}={str(v).split(',')[0]}" for k, v in params.items()]
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory) -> Path:
+    """Tiny files of every image data set the readers know, in their on-disk layouts."""
+    root = tmp_path_factory.mktemp("data")
+    for folder in ("FashionMNIST", "MNIST"):
+        write_mnist_like(root / folder / "raw", n_train=3000, n_test=600)
+    write_mnist_like(root / "EMNIST" / "raw", prefix="emnist-byclass-", classes=62, n_train=4000, n_test=1200,
+                     test_word="test")
+    write_cifar10(root, per_batch=240, n_test=400)
+    return root
+
+
+def shrink(cfg, root: Path):
+    """The composed config made tiny by the keys it has: 2 rounds of 2 steps, a few clients with
+    few samples, fake data under `root`."""
+    with open_dict(cfg):
+        cfg.update(rounds=2, eval_every=1, warmup_rounds=1, progress=False, plots=False, checkpoint_every=0)
+        cfg.train.update(steps=2, batch_size=8)
+        d, p, a = cfg.dataset, cfg.partition, cfg.algorithm
+        if "root" in d:
+            d.root = str(root)
+            d.train_size = None
+        if "test_size" in d:
+            d.test_size = 100 if "root" not in d else None
+        if "num_clusters" in p and "default_clusters" not in p and cfg.num_clusters is None:
+            cfg.num_clusters = 2            # cluster-wise label partitions need K
+        clusters = cfg.num_clusters or p.get("default_clusters") or 2
+        if "max_samples" in p:              # mixture partitions: K defaults to the distributions (up to 8)
+            p.update(num_clients=16, min_samples=10, max_samples=20)
+        else:                               # label partitions and cluster skews
+            p.num_clients = 2 * clusters
+            for key, value in (("min_samples", 2), ("samples_per_client", 12), ("test_samples_per_client", 4),
+                               ("class_samples_per_cluster", 12), ("test_class_samples_per_cluster", 4),
+                               ("min_cluster_fraction", 0.01), ("min_cluster_test_fraction", 0.01)):
+                if key in p:
+                    p[key] = value
+        for node in (a, a.get("base") or {}):
+            for key, value in (("selection_size", 3), ("local_rounds", 1), ("split_after_round", 0),
+                               ("kmeans_iters", 2)):
+                if key in node:
+                    node[key] = value
+    return cfg
+
+
+def _run(overrides, root, tmp_path):
+    cfg = shrink(make_cfg(overrides), root)
+    summary = run(cfg, tmp_path / "run")
+    assert summary["status"] == "complete" and summary["rounds"] == 2
+    assert (tmp_path / "run" / "metrics.csv").stat().st_size > 0
+
+
+@pytest.mark.parametrize("group,option", OPTIONS, ids=[f"{g}={o}" for g, o in OPTIONS])
+def test_every_group_option_runs_two_rounds(group, option, data_root, tmp_path):
+    context = INSTEAD.get((group, option), CONTEXT.get(group, []))
+    _run(context + [f"{group}={option}"], data_root, tmp_path)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_runs_two_rounds(preset, data_root, tmp_path):
+    _run([f"+preset={preset}"] + sweep_firsts(preset), data_root, tmp_path)
+
+
+def test_every_option_is_found():
+    """The lists above come from conf/: every group has options and the presets are there."""
+    assert {g for g, _ in OPTIONS} == set(GROUPS)
+    assert {"cam/table1", "clove/images", "fedsoft/table2_fmnist"} <= set(PRESETS)
