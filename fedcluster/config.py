@@ -12,6 +12,7 @@ Shared settings come by interpolation: a parameter named `num_clusters` defaults
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
 import dataclasses
 import inspect
+import sys
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -29,9 +30,7 @@ OPTIONS = {
                   partitions.LabelSkew3, partitions.LabelSkew4, partitions.FeatureSkew, partitions.ConceptShift],
     "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.LettersCNN, models.CifarCNN,
               models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder],
-    "algorithm": [algorithms.FedAvg, algorithms.FedProx, algorithms.LocalOnly, algorithms.FedSoft, algorithms.IFCA,
-                  algorithms.FedEM, algorithms.FeSEM, algorithms.CLoVE, algorithms.CFL, algorithms.CAM,
-                  algorithms.Ensemble],
+    "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)
     "hardware": [hardware.Hardware],
 }
 RUNTIME_ARGS = {"seed", "in_shape", "num_outputs"}   # given by assemble.build, not by the config
@@ -72,6 +71,27 @@ class Config:
     overwrite: bool = MISSING
     divergence_factor: Optional[float] = MISSING
     table: Optional[str] = None
+
+
+def algorithm_classes() -> list:
+    """Every Algorithm subclass imported so far (fedcluster.algorithms imports all of its modules),
+    except abstract bases (`abstract = True` in the class body): a new algorithm needs no
+    registration line."""
+    found, todo = [], list(algorithms.Algorithm.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        todo += cls.__subclasses__()
+        if not cls.__dict__.get("abstract", False) and cls not in found:
+            found.append(cls)
+    return sorted(found, key=lambda c: (c.__module__, c.__name__))
+
+
+def target_of(cls) -> str:
+    """`package.Class` where the package exports the class (fedcluster.algorithms.IFCA), else the
+    class's own module path."""
+    package = cls.__module__.rsplit(".", 1)[0]
+    module = sys.modules.get(package)
+    return f"{package}.{cls.__name__}" if getattr(module, cls.__name__, None) is cls else f"{cls.__module__}.{cls.__name__}"
 
 
 def parameters(cls) -> List[inspect.Parameter]:
@@ -115,8 +135,7 @@ def config_type(annotation, default):
 def schema_of(cls, named: bool = True):
     """A structured-config dataclass with `_target_`, `name` (a group option's label in
     summaries and reports, set by its yaml; not passed to the class) and one field per parameter."""
-    target = f"{cls.__module__.split('.')[0]}.{cls.__module__.split('.')[1]}.{cls.__name__}"
-    fields = [("_target_", str, field(default=target))]
+    fields = [("_target_", str, field(default=target_of(cls)))]
     params = parameters(cls)
     if named and "name" not in {p.name for p in params}:
         fields.append(("name", str, field(default=MISSING)))
@@ -137,5 +156,5 @@ def register_schemas() -> None:
     cs = ConfigStore.instance()
     cs.store(name="schema_config", node=Config)
     for group, classes in OPTIONS.items():
-        for cls in classes:
+        for cls in classes or algorithm_classes():
             cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group != "hardware"))

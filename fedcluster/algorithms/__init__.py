@@ -1,9 +1,15 @@
 """Algorithms (conf/algorithm/*.yaml): each decides assignment, selection, local objective
-and aggregation; the shared round loop lives in fedcluster.runner."""
+and aggregation; the shared round loop lives in fedcluster.runner. Every module of this package
+is imported here, so a new algorithm file is found (and its config schema registered,
+fedcluster.config) without a registration line."""
+import importlib
+import pkgutil
+
 from .base import Algorithm, Federation, RoundPlan
 from .cam import CAM
 from .cfl import CFL
 from .clove import CLoVE
+from .clustered import ClusteredAlgorithm
 from .ensemble import Ensemble
 from .fedavg import FedAvg, FedProx
 from .fedem import FedEM
@@ -12,5 +18,8 @@ from .fesem import FeSEM
 from .ifca import IFCA
 from .local import LocalOnly
 
-__all__ = ["Algorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg", "FedEM", "FedProx", "FedSoft", "FeSEM",
-           "IFCA", "LocalOnly"]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+__all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg",
+           "FedEM", "FedProx", "FedSoft", "FeSEM", "IFCA", "LocalOnly"]
