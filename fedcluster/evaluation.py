@@ -12,7 +12,7 @@ from .engine.losses import per_sample_loss
 from .metrics import ari, model_metrics
 
 
-def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: bool = True) -> List[dict]:
+def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True) -> List[dict]:
     data, rows = fed.data, []
     task, C = data.task, data.num_classes
 
@@ -37,7 +37,7 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, batched: bool, on_train: b
     for eval_set, split in splits:
         has = split.n > 0   # a client without samples in this split has no score
         index = torch.nonzero(has).squeeze(1).tolist()
-        for model, out in alg.local_predictors(fed, split, batched).items():
+        for model, out in alg.local_predictors(fed, split).items():
             add(model, index, eval_set, model_metrics(task, out[has], split.y[has], split.mask[has], C))
     return rows
 

@@ -64,6 +64,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
+    fed.batched_forward = engine == "batched"
     if hw.torch_device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(hw.torch_device)
     alg.setup(fed)   # its checks (e.g. selection_size vs clients) also come before anything is written
@@ -95,7 +96,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             record.metrics += ari_rows(t, alg, fed.data)
             last = t == cfg.rounds - 1
             if last or (t + 1) % cfg.eval_every == 0:
-                rows = evaluate(t, alg, fed, batched=engine == "batched", on_train=cfg.eval_local_train)
+                rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train)
                 record.metrics += rows
                 record.assignments += assignment_rows(t, alg)
                 if bar is not None:

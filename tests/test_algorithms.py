@@ -98,7 +98,7 @@ def _two_line_federation():
     n = torch.tensor([5, 3])
     mask = torch.arange(5)[None, :] < n[:, None]
     split = SimpleNamespace(x=x, y=y, n=n, mask=mask)
-    fed = SimpleNamespace(model=LinearRegression((2,)), data=SimpleNamespace(task="regression"))
+    fed = SimpleNamespace(model=LinearRegression((2,)), data=SimpleNamespace(task="regression"), batched_forward=False)
     return w, split, fed
 
 
@@ -111,7 +111,8 @@ def test_ifca_evaluation_repicks_each_clients_model_on_the_evaluated_data(batche
         alg = IFCA(num_clusters=2) if mode == "evaluated_data" else IFCA(num_clusters=2, eval_assignment=mode)
         alg.centers = {"linear.weight": w.unsqueeze(1).clone()}
         alg.assignment = torch.tensor([0, 0])
-        out = alg.local_outputs(fed, split, batched)
+        fed.batched_forward = batched
+        out = alg.local_outputs(fed, split)
         for k in range(2):
             m = expected[k]
             assert torch.allclose(out[k, :split.n[k]], split.x[k, :split.n[k]] @ w[m], atol=1e-5), (mode, k)
@@ -127,5 +128,5 @@ def test_ifca_under_cam_repicks_by_the_additive_models_loss():
     partner = torch.stack([split.x[0] @ (w[1] - w[0]), torch.zeros(5)])   # client 0: h + f_0 fits exactly
     assert alg.models_on(fed, split, partner).tolist() == [0, 0]
     assert alg.models_on(fed, split).tolist() == [1, 0]
-    out = alg.local_outputs_beside(fed, split, False, partner)
+    out = alg.local_outputs_beside(fed, split, partner)
     assert torch.allclose(out[0, :5], split.x[0] @ w[0], atol=1e-5)

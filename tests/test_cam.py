@@ -78,6 +78,7 @@ class _TinyFed:
     """What CAM touches, with a linear 'model' f(x; w) = x @ w for hand checks."""
     def __init__(self, x, n):
         self.model = torch.nn.Linear(2, 2, bias=False)
+        self.batched_forward = False
         mask = torch.arange(x.shape[1])[None, :] < n[:, None]
         self.split = ClientSplit(x, torch.zeros(x.shape[:2], dtype=torch.long), torch.where(mask, 0, -1), n)
 
@@ -94,13 +95,13 @@ def test_cam_prediction_is_global_plus_assigned_cluster():
     base.assignment = torch.tensor([1, 0])
     cam = CAM(base, warmup_rounds=0)
     cam.global_model = {"weight": g[None]}
-    out = cam.local_outputs(fed, fed.split, batched=False)
+    out = cam.local_outputs(fed, fed.split)
     lin = lambda w, v: v @ w.T
     torch.testing.assert_close(out[0], lin(g, x[0]) + lin(k1, x[0]))
     torch.testing.assert_close(out[1, :1], lin(g, x[1, :1]) + lin(k0, x[1, :1]))
     # during the FedAvg warm-up only the global model predicts
     cam.warmup_rounds = 5
-    torch.testing.assert_close(cam.local_outputs(fed, fed.split, batched=False)[0], lin(g, x[0]))
+    torch.testing.assert_close(cam.local_outputs(fed, fed.split)[0], lin(g, x[0]))
 
 
 def test_cam_min_loss_assignment_sees_the_additive_model():

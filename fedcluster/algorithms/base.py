@@ -77,23 +77,23 @@ class Algorithm:
         """[N] each client's own (personalized) model."""
         raise NotImplementedError
 
-    def local_outputs(self, fed: Federation, split, batched: bool) -> torch.Tensor:
+    def local_outputs(self, fed: Federation, split) -> torch.Tensor:
         """Each client's predictor on its own samples of `split` (a ClientSplit): [N, Nmax, ...].
         Default: the client's local model; additive and ensemble methods override it."""
-        return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, batched)
+        return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, fed.batched_forward)
 
-    def local_outputs_beside(self, fed: Federation, split, batched: bool, partner: torch.Tensor) -> torch.Tensor:
+    def local_outputs_beside(self, fed: Federation, split, partner: torch.Tensor) -> torch.Tensor:
         """This method's part of an additive predictor `partner` + f (Fed-CAM's h(x; Theta_g) +
         f(x; Theta_c(i))): the outputs [N, Nmax, ...] to add to the frozen `partner` logits on
         `split`. Default: `local_outputs`, which does not depend on the partner; a method that
         picks each client's model by its loss on the evaluated data (IFCA) picks by the sum's loss."""
-        return self.local_outputs(fed, split, batched)
+        return self.local_outputs(fed, split)
 
-    def local_predictors(self, fed: Federation, split, batched: bool) -> dict:
+    def local_predictors(self, fed: Federation, split) -> dict:
         """Every predictor scored for each client: {"local": `local_outputs`} plus, for a method
         that can predict more than one way from the same training, {"local:<name>": outputs}
         (FedEM: mixture and top component), so one run reports them all."""
-        return {"local": self.local_outputs(fed, split, batched)}
+        return {"local": self.local_outputs(fed, split)}
 
     def assignment_weights(self) -> Optional[torch.Tensor]:
         """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""

@@ -81,14 +81,14 @@ class CAM(Algorithm):
         self.global_model = weighted_mean_rows(global_part, torch.arange(len(global_plan.clients), device=fed.device),
                                                fed.sizes[global_plan.clients].double())   # eq. (9)
 
-    def local_outputs(self, fed, split, batched):
+    def local_outputs(self, fed, split):
         phase = self.phase(self.round)
         if phase == "fedavg":
             return self.global_logits(fed, split)
         if phase == "base":
-            return self.base.local_outputs(fed, split, batched)
+            return self.base.local_outputs(fed, split)
         h = self.global_logits(fed, split)
-        return h + self.base.local_outputs_beside(fed, split, batched, h)
+        return h + self.base.local_outputs_beside(fed, split, h)
 
     def local_models(self, fed):
         return self.base.local_models(fed)

@@ -36,7 +36,7 @@ class FedAvg(Algorithm):
     def local_models(self, fed):
         return repeat(self.global_model, torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device))
 
-    def local_outputs(self, fed, split, batched):
+    def local_outputs(self, fed, split):
         return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]
 
 

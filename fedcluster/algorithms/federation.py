@@ -20,6 +20,9 @@ class Federation:
     device: torch.device
     dtype: torch.dtype
     train_offsets: Optional[torch.Tensor] = None   # [N, Nmax, C] added to every model's outputs (Fed-CAM)
+    # how each client's model runs on its own data in evaluation: vmap over the clients (the batched
+    # engine's formulation) or a loop (what the looped and sequential engines measured faster)
+    batched_forward: bool = False
 
     def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""

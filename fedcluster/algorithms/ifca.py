@@ -73,11 +73,11 @@ class IFCA(ClusteredAlgorithm):
         mean = losses.masked_fill(~split.mask.unsqueeze(0), 0.0).sum(2) / split.n.clamp_min(1).to(losses.dtype)
         return mean.argmin(0)
 
-    def local_outputs_beside(self, fed, split, batched, partner):
+    def local_outputs_beside(self, fed, split, partner):
         if self.eval_assignment == "training":
-            return super().local_outputs(fed, split, batched)
+            return super().local_outputs(fed, split)
         picked = repeat(self.centers, self.models_on(fed, split, partner))
-        return outputs_paired(fed.model, picked, split.x, split.n, batched)
+        return outputs_paired(fed.model, picked, split.x, split.n, fed.batched_forward)
 
-    def local_outputs(self, fed, split, batched):
-        return self.local_outputs_beside(fed, split, batched, None)
+    def local_outputs(self, fed, split):
+        return self.local_outputs_beside(fed, split, None)
