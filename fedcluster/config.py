@@ -1,7 +1,7 @@
 """Config schemas, derived from the classes they build.
 
 A setting is declared once: in the signature of the class a config node instantiates. For
-every class below, `schema_of` turns its constructor's parameters (following `**kw` into the
+every class below, `schema_of` (schema.py) turns its constructor's parameters (following `**kw` into the
 base classes) into a structured config registered in Hydra's ConfigStore as
 `schemas/<group>/<ClassName>`, with `_target_` set to the class. Each option file in
 conf/<group>/ starts from its class's schema (`- /schemas/algorithm/IFCA@_here_`), so a
@@ -10,17 +10,14 @@ names the key, and every constructor parameter can be overridden from the comman
 
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
-import dataclasses
-import inspect
-import sys
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from . import algorithms, data, hardware, models, partitions
+from .schema import schema_of
 
 OPTIONS = {
     "dataset": [data.SyntheticRegression, data.SeparatedRegression, data.ImageSource],
@@ -33,8 +30,6 @@ OPTIONS = {
     "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)
     "hardware": [hardware.Hardware],
 }
-RUNTIME_ARGS = {"seed", "in_shape", "num_outputs"}   # given by assemble.build, not by the config
-SHARED = {"num_clusters": (Optional[int], "${num_clusters}")}
 
 
 @dataclass
@@ -84,72 +79,6 @@ def algorithm_classes() -> list:
         if not cls.__dict__.get("abstract", False) and cls not in found:
             found.append(cls)
     return sorted(found, key=lambda c: (c.__module__, c.__name__))
-
-
-def target_of(cls) -> str:
-    """`package.Class` where the package exports the class (fedcluster.algorithms.IFCA), else the
-    class's own module path."""
-    package = cls.__module__.rsplit(".", 1)[0]
-    module = sys.modules.get(package)
-    return f"{package}.{cls.__name__}" if getattr(module, cls.__name__, None) is cls else f"{cls.__module__}.{cls.__name__}"
-
-
-def parameters(cls) -> List[inspect.Parameter]:
-    """The constructor parameters of `cls`, following `**kw` into its bases (a subclass's
-    default wins)."""
-    found: Dict[str, inspect.Parameter] = {}
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        more = False
-        for p in inspect.signature(init).parameters.values():
-            if p.name == "self" or p.kind is p.VAR_POSITIONAL:
-                continue
-            if p.kind is p.VAR_KEYWORD:
-                more = True
-            elif p.name not in found:
-                found[p.name] = p
-        if not more:
-            break
-    return [p for p in found.values() if p.name not in RUNTIME_ARGS]
-
-
-def plain(value):
-    """Tuples (immutable defaults in signatures) as lists, as a config holds them."""
-    return [plain(v) for v in value] if isinstance(value, (tuple, list)) else value
-
-
-def config_type(annotation, default):
-    """The OmegaConf type of a parameter: its annotation where OmegaConf can check it, else Any."""
-    if annotation in (int, float, bool, str):
-        return annotation if default is not None else Optional[annotation]
-    args = typing.get_args(annotation)
-    if typing.get_origin(annotation) is typing.Union and type(None) in args:
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1 and inner[0] in (int, float, bool, str):
-            return Optional[inner[0]]
-    return Any
-
-
-def schema_of(cls, named: bool = True):
-    """A structured-config dataclass with `_target_`, `name` (a group option's label in
-    summaries and reports, set by its yaml; not passed to the class) and one field per parameter."""
-    fields = [("_target_", str, field(default=target_of(cls)))]
-    params = parameters(cls)
-    if named and "name" not in {p.name for p in params}:
-        fields.append(("name", str, field(default=MISSING)))
-    for p in params:
-        if p.name in SHARED:
-            kind, default = SHARED[p.name]
-        else:
-            default = MISSING if p.default is inspect.Parameter.empty else plain(p.default)
-            kind = config_type(p.annotation, default)
-        if isinstance(default, (list, dict)):
-            fields.append((p.name, kind, field(default_factory=lambda d=default: plain(d))))
-        else:
-            fields.append((p.name, kind, field(default=default)))
-    return dataclasses.make_dataclass(f"{cls.__name__}Config", fields)
 
 
 def register_schemas() -> None:
