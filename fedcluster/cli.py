@@ -43,13 +43,17 @@ register_resolvers()   # also in launcher worker processes, which import this mo
 
 
 def config_dir() -> Path:
-    """conf/ at the repository top level (next to the package); FEDCLUSTER_CONF overrides."""
+    """The config folder: $FEDCLUSTER_CONF; else conf/ shipped inside the installed package (a wheel
+    or `pip install .`, setup.py copies it there); else conf/ at the repository top level (an
+    editable install or a checkout)."""
     env = os.environ.get("FEDCLUSTER_CONF")
-    path = Path(env) if env else Path(__file__).resolve().parent.parent / "conf"
-    if not (path / "config.yaml").exists():
-        sys.exit(f"fedcluster: no config.yaml in {path}; install with `pip install -e .` from the repository "
-                 "or set FEDCLUSTER_CONF to the conf/ folder")
-    return path
+    here = Path(__file__).resolve().parent
+    candidates = [Path(env)] if env else [here / "conf", here.parent / "conf"]
+    for path in candidates:
+        if (path / "config.yaml").exists():
+            return path
+    sys.exit(f"fedcluster: no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster "
+             "or set FEDCLUSTER_CONF to the conf/ folder")
 
 
 def user_error(e: BaseException):

@@ -1,0 +1,4 @@
+"""`python -m fedcluster ...` is the `fedcluster` command."""
+from .cli import main
+
+main()
