@@ -153,7 +153,39 @@ def _task(cfg: DictConfig):
     return None
 
 
+GROUPS = ("dataset", "partition", "model", "algorithm", "hardware")
+
+
+def help_text(conf: Path) -> str:
+    """`fedcluster --help`: what it is, every group's options and the presets, read from `conf`
+    (so a new yaml is listed), and example commands. Hydra's own help: --hydra-help."""
+    lines = ["fedcluster: runs clustered federated learning experiments (FedSoft, Fed-CAM, CLoVE, IFCA, FeSEM, CFL,",
+             "FedEM, FedAvg, FedProx, ensembles, local-only) from composable configs, and reproduces the papers' tables.",
+             "", "Usage: fedcluster [group=option ...] [key=value ...]      one run",
+             "       fedcluster -m key=a,b seed=0,1,2 ...              a sweep (one run per combination)",
+             "", "Config groups (group=option):"]
+    for group in GROUPS:
+        options = sorted(f.stem for f in (conf / group).glob("*.yaml"))
+        lines.append(f"  {group:<10} {', '.join(options)}")
+    presets = sorted(str(f.relative_to(conf / "preset"))[:-5] for f in (conf / "preset").rglob("*.yaml"))
+    lines += ["", "Presets, each a paper table's sweep (+preset=...):"]
+    lines += [f"  +preset={p}" for p in presets]
+    lines += ["", "Examples:",
+              "  fedcluster algorithm=ifca dataset=fashion_mnist model=lenet rounds=20",
+              "  fedcluster -m algorithm=fedsoft,ifca,fedem seed=0,1,2",
+              "  fedcluster +preset=clove/images        then: fedcluster-report <the sweep directory>",
+              "", "Every key and its default: fedcluster --cfg job; one group option's settings: fedcluster "
+              "--cfg job algorithm=clove.", "Docs: README.md, docs/architecture.md. Hydra's own options: --hydra-help."]
+    return "\n".join(lines)
+
+
 def main() -> None:
+    if "--help" in sys.argv[1:] or "-h" in sys.argv[1:]:
+        try:
+            print(help_text(config_dir()), flush=True)
+        except BrokenPipeError:   # `fedcluster --help | head`
+            sys.stderr.close()
+        return
     register_schemas()
     register_resolvers()
     try:

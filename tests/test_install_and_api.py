@@ -56,3 +56,10 @@ def test_built_wheel_runs_from_any_directory(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (work / "run" / "summary.json").exists()
+
+
+def test_help_lists_groups_options_and_presets_not_schemas():
+    out = subprocess.run([sys.executable, "-m", "fedcluster", "--help"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("fedcluster: runs clustered federated learning") and "powered by Hydra" not in out
+    assert "+preset=clove/images" in out and "ifca_cam" in out and "fashion_mnist" in out
+    assert "schemas" not in out and "Examples:" in out
