@@ -28,7 +28,7 @@ CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 # What a run writes; `overwrite=true` removes exactly these (and nothing the user put there).
-RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "*.csv", "*.png", "*.pdf", "*.svg")
+RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "run.log", "*.csv", "*.png", "*.pdf", "*.svg")
 OWN_DIRS = (".hydra",)
 
 

@@ -28,6 +28,7 @@ from .io import write_csv, write_json, write_text
 from .metrics import key_metric
 from .record import RunRecord
 from .rundir import claim, comparable
+from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
 from .validate import validate
 
@@ -75,8 +76,12 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     fingerprint = config_fingerprint(requested)
     watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
     record = RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)
-    bar = progress_bar(cfg, record.next_round) if (cfg.progress if progress is None else progress) else None
+    show = cfg.progress if progress is None else progress
+    bar = progress_bar(cfg, record.next_round) if show and sys.stderr.isatty() else None
     key, done, checkpointed = key_metric(fed.data.task), record.next_round, record.next_round
+    log = open_run_log(out, to_stderr=show and bar is None)
+    log.info("%s: %s, rounds %d-%d of %d (engine %s, %s)", out, cfg.algorithm.name, record.next_round + 1,
+             cfg.rounds, cfg.rounds, engine, hw.describe())
     try:
         for t in range(record.next_round, cfg.rounds):
             plan = alg.plan(t, fed)
@@ -99,9 +104,12 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
                 rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train)
                 record.metrics += rows
                 record.assignments += assignment_rows(t, alg)
+                local = np.mean([r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test"
+                                 and r["metric"] == key] or [np.nan])
+                log.info("round %d/%d: local_test_%s %.4g (local training %.2f s)", t + 1, cfg.rounds, key, local,
+                         record.train_seconds[-1])
                 if bar is not None:
-                    local = [r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test" and r["metric"] == key]
-                    bar.set_postfix({f"local_test_{key}": f"{np.mean(local):.4g}"})
+                    bar.set_postfix({f"local_test_{key}": f"{local:.4g}"})
             if bar is not None:
                 bar.update(1)
             done = t + 1
@@ -111,6 +119,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     except KeyboardInterrupt:
         raise RunInterrupted(out, done, cfg.rounds, checkpointed) from None
     finally:
+        close_run_log(log)
         if bar is not None:
             bar.close()
     peak = (round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)

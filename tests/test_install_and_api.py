@@ -63,3 +63,15 @@ def test_help_lists_groups_options_and_presets_not_schemas():
     assert out.startswith("fedcluster: runs clustered federated learning") and "powered by Hydra" not in out
     assert "+preset=clove/images" in out and "ifca_cam" in out and "fashion_mnist" in out
     assert "schemas" not in out and "Examples:" in out
+
+
+def test_run_log_and_line_progress_outside_a_terminal(tmp_path):
+    """Each evaluated round is one line of run.log; with the progress bar asked for but stderr not a
+    terminal (here a pipe), the same lines go to stderr instead of a carriage-return bar."""
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "fedcluster", *TINY[:-1], "eval_every=1", f"hydra.run.dir={out}"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    log = (out / "run.log").read_text().splitlines()
+    assert [l.split("fedcluster: ")[1].split(":")[0] for l in log[1:]] == ["round 1/2", "round 2/2"]
+    assert "round 2/2: local_test_mse" in proc.stderr and "\r" not in proc.stderr
