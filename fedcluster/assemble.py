@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .algorithms.base import Federation
 from .data.budget import check_fits
-from .data.federated import as_reconstruction
+from .data.federated import as_reconstruction, carve_validation
 from .engine.local import LocalTrainer
 from .engine.optim import build_optimizer
 from .errors import ConfigError
@@ -64,7 +64,7 @@ def values_of(node, key: str):
 def build_data(source, partition, seed: int, fits=None):
     """The federated data: every partitioner builds it the same way (`federate`); an
     unsupervised source's targets become its inputs."""
-    data = partition.federate(source, seed, fits)
+    data = carve_validation(partition.federate(source, seed, fits), partition.val_fraction, seed)
     return as_reconstruction(data) if source.task == "reconstruction" else data
 
 

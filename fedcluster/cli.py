@@ -111,6 +111,14 @@ def _remove_if_empty(out) -> None:
         pass
 
 
+def objective_value(cfg: DictConfig, summary: dict):
+    """The sweep's objective: a mean over clients of a validation metric (summary["local"]), so that
+    hyperparameter search never reads test data; None when the run has no validation split."""
+    name = cfg.get("objective") or f"local_val_{summary.get('key_metric', 'accuracy')}"
+    value = (summary.get("local") or {}).get(name)
+    return None if value is None else float(value)
+
+
 def _task(cfg: DictConfig):
     from .runner import run
     hc = HydraConfig.get()
@@ -148,9 +156,9 @@ def _task(cfg: DictConfig):
             _fail(message + " (overwrite=true runs it again)")
         print(f"fedcluster: {out} already holds this config's finished run; nothing redone "
               "(overwrite=true runs it again)", file=sys.stderr)
-        return None
+        return objective_value(cfg, summary)
     print(f"fedcluster: wrote {out} ({summary['wall_time_s']:.1f} s)", file=sys.stderr)
-    return None
+    return objective_value(cfg, summary)
 
 
 GROUPS = ("dataset", "partition", "model", "algorithm", "hardware")

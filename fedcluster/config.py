@@ -65,6 +65,7 @@ class Config:
     plots: bool = MISSING
     overwrite: bool = MISSING
     divergence_factor: Optional[float] = MISSING
+    objective: Optional[str] = MISSING
     table: Optional[str] = None
 
 

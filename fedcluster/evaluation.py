@@ -33,7 +33,8 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True) -> 
                 metrics["loss"] = torch.stack([per_sample_loss(task, o, y).mean() for o in out])
             add("center", range(K), data.distribution_names[d], metrics)
 
-    splits = [("local_test", data.local_test)] + ([("local_train", data.train)] if on_train else [])
+    splits = [("local_test", data.local_test)] + ([("local_train", data.train)] if on_train else []) \
+        + ([("local_val", data.validation)] if data.validation is not None else [])
     for eval_set, split in splits:
         has = split.n > 0   # a client without samples in this split has no score
         index = torch.nonzero(has).squeeze(1).tolist()

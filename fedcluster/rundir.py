@@ -23,7 +23,7 @@ import yaml
 
 from .errors import RunDirectoryError
 
-VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "hydra")
+VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "hydra")
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"

@@ -54,6 +54,8 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
     }
     summary["local"] = mean_over_clients(at[at["model"] == "local"])
     split_sizes = {"local_test": data.local_test.n.cpu().numpy(), "local_train": data.train.n.cpu().numpy()}
+    if data.validation is not None:
+        split_sizes["local_val"] = data.validation.n.cpu().numpy()
     summary["local_micro"] = pooled_over_clients(at[at["model"] == "local"], split_sizes)
     alternatives = at[at["model"].str.startswith("local:")]
     if len(alternatives):   # the same method's other predictors (FedEM: mixture / top component)

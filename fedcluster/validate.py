@@ -41,7 +41,7 @@ RULES: Dict[str, Rule] = {
     "momentum": _in(0, 1, closed_hi=False), "weight_decay": _at_least(0),
     # partition
     "num_clients": _at_least(1), "min_samples": _at_least(1), "max_samples": _at_least(1),
-    "local_test_fraction": _in(0, 1, closed_hi=False), "alpha": _positive(), "alpha_cluster": _positive(),
+    "local_test_fraction": _in(0, 1, closed_hi=False), "val_fraction": _in(0, 1, closed_hi=False), "alpha": _positive(), "alpha_cluster": _positive(),
     "alpha_client": _positive(), "classes_per_client": _at_least(1), "classes_per_cluster": _at_least(1),
     "shared_classes": _at_least(0), "samples_per_client": _at_least(1), "test_samples_per_client": _at_least(1),
     "default_clusters": _at_least(1), "uniform_share": _in(0, 1), "minor": _in(0, 1),
@@ -82,6 +82,10 @@ def validate(cfg: DictConfig) -> None:
         rule = RULES.get(key.rsplit(".", 1)[-1].split("[")[0])
         if rule is not None and not rule[0](value):
             raise ConfigError(f"{key}={value} is out of range; allowed: {rule[1]}")
+    objective = plain.get("objective")
+    if objective is not None and not str(objective).startswith("local_val_"):
+        raise ConfigError(f"objective={objective} is not a validation metric; allowed: local_val_<metric> (e.g. "
+                          "local_val_accuracy, local_val_mse): hyperparameter search never reads test data")
     part = plain.get("partition", {})
     if part.get("min_samples") is not None and part.get("max_samples") is not None \
             and part["min_samples"] > part["max_samples"]:

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fixed-seed runs, one per algorithm family, whose metrics.csv must stay byte-identical across a
 # refactor: run before and after, compare the sha256sum lines (issue "One place for each idea").
-# Usage: bash scripts/same_metrics.sh OUT_DIR     (one thread, so the sums do not depend on the machine's cores)
+# Usage: bash scripts/same_metrics.sh OUT_DIR [overrides...]   (one thread, so the sums do not depend on the machine's cores)
 set -euo pipefail
 out=${1:?usage: scripts/same_metrics.sh OUT_DIR}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-common=(progress=false plots=false seed=3)
+common=(progress=false plots=false seed=3 "${@:2}")   # extra overrides after OUT_DIR apply to every run
 img=(dataset=fashion_mnist 'dataset.distributions=[{rotation: 0}]' model=lenet dataset.train_size=3000 partition=cluster_dirichlet partition.num_clients=12
      num_clusters=3 train.steps=4 train.batch_size=16 train.lr=0.01 rounds=6 eval_every=2)
 fedcluster "${common[@]}" algorithm=fedsoft rounds=8 hydra.run.dir="$out/fedsoft"

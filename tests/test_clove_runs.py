@@ -10,7 +10,8 @@ from fakedata import write_learnable_mnist_like
 
 SMALL = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet", "partition.num_clients=8", "partition.samples_per_client=60",
          "partition.test_samples_per_client=20", "train.optimizer=adam", "train.lr=0.003", "train.epochs=1",
-         "train.batch_size=20", "rounds=4", "progress=false", "checkpoint_every=0", "plots=false"]
+         "train.batch_size=20", "rounds=4", "progress=false", "checkpoint_every=0", "plots=false",
+         "partition.val_fraction=0"]   # all 60 samples train, as before validation splits existed
 
 
 @pytest.fixture(scope="module")

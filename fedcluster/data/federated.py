@@ -1,5 +1,5 @@
 """Client data as padded, stacked tensors that stay resident on the device."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
@@ -38,6 +38,7 @@ class FederatedData:
     source_test: List[Tuple[torch.Tensor, torch.Tensor]]   # held-out test set of each distribution
     mixture: torch.Tensor                                  # [N, S] ground truth
     truth: Optional[torch.Tensor] = None                   # [N] ground-truth cluster (None: mixture's argmax)
+    validation: Optional[ClientSplit] = None               # carved from each client's training data (carve_validation)
 
     @property
     def num_clients(self) -> int:
@@ -68,7 +69,8 @@ class FederatedData:
         return FederatedData(self.task, self.num_classes, self.in_shape, self.distribution_names,
                              self.train.to(device, dtype), self.local_test.to(device, dtype),
                              [(x.to(device, dtype), cast(y)) for x, y in self.source_test],
-                             self.mixture.to(device), None if self.truth is None else self.truth.to(device))
+                             self.mixture.to(device), None if self.truth is None else self.truth.to(device),
+                             None if self.validation is None else self.validation.to(device, dtype))
 
 
 def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], in_shape) -> ClientSplit:
@@ -161,4 +163,22 @@ def as_reconstruction(data: FederatedData) -> FederatedData:
         return ClientSplit(split.x, split.x, split.source, split.n)
     return FederatedData("reconstruction", data.num_classes, data.in_shape, data.distribution_names,
                          recon(data.train), recon(data.local_test), [(x, x) for x, _ in data.source_test],
-                         data.mixture, data.truth)
+                         data.mixture, data.truth, None if data.validation is None else recon(data.validation))
+
+
+def carve_validation(data: FederatedData, fraction: float, seed: int) -> FederatedData:
+    """Each client's validation split: floor(fraction * n_k) of its training samples, drawn at
+    random (its own stream per client), at most n_k - 1 so every client keeps a training sample.
+    fraction 0: no validation split, the data unchanged. Tuning reads these, never test data."""
+    if fraction <= 0:
+        return data
+    tr = data.train
+    keep, held = [], []
+    for k in range(data.num_clients):
+        n = int(tr.n[k])
+        v = min(int(fraction * n), max(n - 1, 0))
+        order = torch.randperm(n, generator=generator(seed, "validation", k))
+        rows = (tr.x[k], tr.y[k], tr.source[k])
+        held.append(tuple(a[order[:v]] for a in rows))
+        keep.append(tuple(a[torch.sort(order[v:]).values] for a in rows))
+    return replace(data, train=_stack(keep, data.in_shape), validation=_stack(held, data.in_shape))

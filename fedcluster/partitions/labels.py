@@ -16,19 +16,20 @@ import torch
 
 from ..data.federated import FederatedData, build_label_federated_data
 from ..errors import ConfigError
-from .shares import LabelSplit, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
+from .shares import LabelSplit, check_val_fraction, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
 
 class LabelPartition:
     """Base: subclasses define `shares(num_classes, rng) -> (shares [C, m], truth or None)`."""
     name = "labels"
 
-    def __init__(self, num_clients: int = 200, min_samples: int = 10):
+    def __init__(self, num_clients: int = 200, min_samples: int = 10, val_fraction: float = 0.1):
         if num_clients < 1:
             raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
         if min_samples < 1:
             raise ConfigError(f"partition.min_samples={min_samples} must be >= 1")
         self.num_clients, self.min_samples = num_clients, min_samples
+        self.val_fraction = check_val_fraction(val_fraction)
 
     @property
     def num_true_clusters(self) -> Optional[int]:

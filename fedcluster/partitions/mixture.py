@@ -12,6 +12,7 @@ from ..rng import generator
 
 from ..data.federated import FederatedData, build_federated_data
 from ..errors import ConfigError
+from .shares import check_val_fraction
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Partition:
     needs_two = False
 
     def __init__(self, num_clients: int = 100, min_samples: int = 100, max_samples: int = 200,
-                 local_test_fraction: float = 0.2):
+                 local_test_fraction: float = 0.2, val_fraction: float = 0.1):
         if num_clients < 1:
             raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
         if not 1 <= min_samples <= max_samples:
@@ -47,6 +48,7 @@ class Partition:
             raise ConfigError(f"partition.local_test_fraction={local_test_fraction} must be in (0, 1]")
         self.num_clients, self.min_samples, self.max_samples = num_clients, min_samples, max_samples
         self.local_test_fraction = local_test_fraction
+        self.val_fraction = check_val_fraction(val_fraction)
 
     def mixture(self, num_distributions: int, g: torch.Generator) -> torch.Tensor:
         raise NotImplementedError
