@@ -74,7 +74,7 @@ def validate(cfg: DictConfig) -> None:
     """Raise ConfigError naming the first bad key, its value and what is allowed."""
     plain = OmegaConf.to_container(cfg, resolve=True)
     plain.pop("hydra", None)
-    for key, value in _walk(plain):
+    for key, value in sorted(_walk(plain), key=lambda kv: kv[0].count(".")):   # what the user typed first (num_clusters before algorithm.num_clusters)
         if key.startswith(SKIP_PREFIXES) or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if isinstance(value, float) and not math.isfinite(value):
