@@ -14,6 +14,7 @@ from .data.federated import as_reconstruction, carve_validation
 from .engine.local import LocalTrainer
 from .engine.optim import build_optimizer
 from .errors import ConfigError
+from .rundir import flatten
 
 ENGINES = ("auto", "batched", "looped", "sequential")
 
@@ -50,15 +51,6 @@ def _drop_names(plain):
 def make(node: DictConfig, **kwargs):
     """hydra.utils.instantiate without the groups' descriptive `name` keys."""
     return hydra.utils.instantiate(_drop_names(OmegaConf.to_container(node, resolve=True)), **kwargs)
-
-
-def values_of(node, key: str):
-    """Every value of `key` in a nested plain config (e.g. CAM's base)."""
-    if isinstance(node, dict):
-        if key in node:
-            yield node[key]
-        for v in node.values():
-            yield from values_of(v, key)
 
 
 def build_data(source, partition, seed: int, fits=None):
@@ -114,7 +106,8 @@ def build(cfg: DictConfig):
         if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters
             cfg.num_clusters = data.num_true_clusters or data.num_distributions
     # algorithms take K by interpolation (config.SHARED) unless a node sets its own
-    for K in [cfg.num_clusters, *values_of(OmegaConf.to_container(cfg.algorithm, resolve=True), "num_clusters")]:
+    nested = flatten(OmegaConf.to_container(cfg.algorithm, resolve=True))   # e.g. CAM's base.num_clusters
+    for K in [cfg.num_clusters, *(v for k, v in nested.items() if k.rsplit(".", 1)[-1] == "num_clusters")]:
         if K is not None and not 1 <= K <= data.num_clients:
             raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
     algorithm = make(cfg.algorithm)
