@@ -7,18 +7,20 @@ import numpy as np
 import pandas as pd
 
 from .io import write_csv, write_json
-from .record import RunRecord
+from .record import METRICS_FILE, RunRecord, metrics_table
 from .summary import summarize
 
 
-def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, wall: float, peak_mb=None) -> dict:
+def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, wall: float, ids: dict,
+                  peak_mb=None) -> dict:
     frame = pd.DataFrame(record.metrics)
-    write_csv(out / "metrics.csv", frame)
+    write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))
     if record.assignments:
         write_csv(out / "assignments.csv", pd.DataFrame(record.assignments))
     if record.sizes:
         write_csv(out / "cluster_sizes.csv", pd.DataFrame(record.sizes))
-    summary = summarize(cfg, fed, frame, pd.DataFrame(record.assignments), engine, hw, wall)
+    summary = {"run_id": ids["run_id"],
+               **summarize(cfg, fed, frame, pd.DataFrame(record.assignments), engine, hw, wall)}
     # median: robust to the first rounds' warm-up
     summary["train_seconds_per_round"] = float(np.median(record.train_seconds)) if record.train_seconds else None
     if peak_mb is not None:

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from . import algorithms, data, hardware, models, partitions
+from . import algorithms, data, hardware, loggers, models, partitions
 from .schema import schema_of
 
 OPTIONS = {
@@ -29,7 +29,9 @@ OPTIONS = {
               models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder],
     "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)
     "hardware": [hardware.Hardware],
+    "logger": [loggers.CSVLogger, loggers.TensorBoardLogger, loggers.MLflowLogger, loggers.WandbLogger],
 }
+UNNAMED = ("hardware", "logger")   # groups whose options carry no `name` label
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Config:
     model: Any = MISSING
     algorithm: Any = MISSING
     hardware: Any = MISSING
+    logger: Any = None     # {name: tracker options}; fedcluster/loggers
     train: TrainConfig = field(default_factory=TrainConfig)
     seed: int = MISSING
     rounds: int = MISSING
@@ -87,4 +90,4 @@ def register_schemas() -> None:
     cs.store(name="schema_config", node=Config)
     for group, classes in OPTIONS.items():
         for cls in classes or algorithm_classes():
-            cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group != "hardware"))
+            cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group not in UNNAMED))

@@ -1,9 +1,11 @@
-"""FedSoft Figure 1 style figures, written as PNG into the run directory:
-centers.png (each center's test metric on each distribution over rounds) and
-importance.png (mean importance-weight estimate per mixture group over rounds), and
-cluster_sizes.png (Fed-CAM Figures 1 and 3: stacked cluster sizes over rounds),
-loss_heatmap.png (CLoVE Figure 4: each client's loss on each model) and, for a sweep,
-ari_over_rounds.png (CLoVE Figure 2: ARI vs round per algorithm)."""
+"""A run's figures, each as PNG (200 dpi) and PDF (vector, for papers) in the run directory:
+centers (FedSoft Figure 1: each center's test metric on each distribution over rounds),
+importance (mean importance-weight estimate per mixture group, with the true shares),
+cluster_sizes (Fed-CAM Figures 1 and 3: stacked cluster sizes, drawn as the steps they are),
+partition (each client's training data by class, or its mixture of distributions),
+loss_heatmap (CLoVE Figure 4) and, for a sweep, ari_over_rounds (CLoVE Figure 2) and learning
+curves, with a band of one standard deviation over seeds. Rounds are counted from 1 on every
+axis (metrics.csv's round r is round r + 1), with integer ticks."""
 from pathlib import Path
 
 import matplotlib
@@ -12,20 +14,47 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
 from .io import save_figure  # noqa: E402
+
+DPI = 200
+
+
+def save(fig, path: Path) -> None:
+    """`path` (.png) and the same figure as .pdf beside it, atomically; closes the figure."""
+    path = Path(path)
+    fig.tight_layout()
+    save_figure(path, fig, dpi=DPI)
+    save_figure(path.with_suffix(".pdf"), fig)
+    plt.close(fig)
+
+
+def round_axis(ax, label: str = "round") -> None:
+    ax.set_xlabel(label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def plot_cluster_sizes(ax, sizes: pd.DataFrame, title: str) -> None:
     """Stacked clients-per-cluster over rounds; legend 'cluster id (final size)', largest first."""
     table = sizes.pivot(index="round", columns="cluster", values="size").fillna(0)
     final = table.iloc[-1]
-    ax.stackplot(table.index, table.T.values, labels=[f"{c} ({int(final[c])})" for c in table.columns],
-                 colors=plt.cm.tab20(np.linspace(0, 1, max(len(table.columns), 2))))
+    colors = plt.cm.tab20(np.linspace(0, 1, max(len(table.columns), 2)))
+    # a size holds for a whole round: one block per round centred on its (1-based) number, not a ramp
+    rounds = table.index.to_numpy() + 1
+    x = np.concatenate([[rounds[0] - 0.5], rounds, [rounds[-1] + 0.5]])
+    below = np.zeros(len(x))
+    for c, color in zip(table.columns, colors):
+        v = table[c].to_numpy()
+        top = below + np.concatenate([[v[0]], v, [v[-1]]])
+        ax.fill_between(x, below, top, step="mid", color=color, lw=0, label=f"{c} ({final[c]:g})")
+        below = top
     handles, labels = ax.get_legend_handles_labels()
     order = np.argsort(-final.values, kind="stable")
     ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=7, title="cluster (final size)",
               title_fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_xlabel("round")
+    round_axis(ax)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("clients")
     ax.set_ylim(0, table.sum(axis=1).max())
     ax.set_title(title, fontsize=9)
@@ -38,14 +67,14 @@ def write_cluster_sizes(path: Path, runs) -> None:
     last = max(int(sizes["round"].max()) for _, sizes in runs)
     for ax, (title, sizes) in zip(axes[0], runs):
         plot_cluster_sizes(ax, sizes, title)
-        ax.set_xlim(first, last)   # same rounds on every panel (CAM methods cluster only after warm-up)
-    fig.tight_layout()
-    save_figure(path, fig, dpi=110)
-    plt.close(fig)
+        ax.set_xlim(first + 0.5, last + 1.5)   # same rounds on every panel (CAM methods cluster only after warm-up)
+    save(fig, path)
 
 
 def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, data, summary: dict,
                       sizes: pd.DataFrame = None) -> None:
+    write_partition(out / "partition.png", data, f"{summary['dataset']} / {summary['partition']}: "
+                    f"{data.num_clients} clients (seed {summary['seed']})")
     if sizes is not None and len(sizes) and sizes["cluster"].nunique() > 1:
         write_cluster_sizes(out / "cluster_sizes.png",
                             [(f"{summary['algorithm']}: cluster sizes ({summary['partition']}, seed {summary['seed']})", sizes)])
@@ -56,15 +85,14 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
         fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.2), squeeze=False, sharey=True)
         for ax, d in zip(axes[0], names):
             for c, g in centers[centers["eval_set"] == d].groupby("model_index"):
-                ax.plot(g["round"], g["value"], label=f"center {c}")
-            ax.set_title(f"test {key} on {d}")
-            ax.set_xlabel("round")
+                ax.plot(g["round"] + 1, g["value"], label=f"center {c}")
+            ax.set_title(f"held-out test data of {d}", fontsize=9)
+            round_axis(ax)
             if key == "mse":
                 ax.set_yscale("log")
-        axes[0][0].legend()
-        fig.tight_layout()
-        save_figure(out / "centers.png", fig, dpi=110)
-        plt.close(fig)
+        axes[0][0].set_ylabel(f"test {key}" + (" (log scale)" if key == "mse" else ""))
+        axes[0][0].legend(fontsize=8)
+        save(fig, out / "centers.png")
     matched = summary.get("matched_center")
     if len(assign) and matched:
         mixture = np.round(data.mixture.cpu().numpy(), 6)
@@ -84,16 +112,15 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
             for label, members in groups.items():
                 g = sel[sel["client"].isin(members)].groupby("round")["weight"].mean()
                 name = label if isinstance(label, str) else ":".join(f"{round(100 * r)}" for r in label)
-                ax.plot(g.index, g.values, label=f"clients {name}")
+                ax.plot(g.index + 1, g.values, label=f"clients {name}")
                 if not isinstance(label, str):
-                    ax.axhline(label[di], ls=":", color=ax.lines[-1].get_color())
-            ax.set_title(f"mean weight on center {c} (matched to {d})", fontsize=9)
-            ax.set_xlabel("round")
+                    ax.axhline(label[di], ls=":", color=ax.lines[-1].get_color(), label=f"true share, clients {name}")
+            ax.set_title(f"center {c} (matched to {d})", fontsize=9)
+            round_axis(ax)
             ax.set_ylim(-0.02, 1.02)
-        axes[0][0].legend(fontsize=8)
-        fig.tight_layout()
-        save_figure(out / "importance.png", fig, dpi=110)
-        plt.close(fig)
+        axes[0][0].set_ylabel("mean importance weight")
+        axes[0][0].legend(fontsize=7)
+        save(fig, out / "importance.png")
 
 
 def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = "") -> None:
@@ -101,7 +128,6 @@ def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = 
     order = np.argsort(truth, kind="stable") if truth is not None else np.arange(len(losses))
     fig, ax = plt.subplots(figsize=(1.2 + 0.45 * losses.shape[1], 1.2 + 0.12 * len(losses)))
     im = ax.imshow(losses[order], aspect="auto", cmap="viridis", interpolation="nearest")
-    from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("model")
@@ -112,45 +138,57 @@ def write_loss_heatmap(path: Path, losses: np.ndarray, truth=None, title: str = 
             ax.axhline(b + 0.5, color="white", lw=0.8)
     fig.colorbar(im, ax=ax, label="mean training loss")
     ax.set_title(title, fontsize=8)
-    fig.tight_layout()
-    save_figure(path, fig, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
-def write_ari_over_rounds(path: Path, panels) -> None:
-    """CLoVE Figure 2 style: panels = [(title, {label: [ARI per round] or [[...] per seed]})].
-    Index t-1 of a curve is round t (1-based); None marks a round without a clustering (e.g.
-    warm-up), which is left out rather than drawn as 0. One line per label: the mean over the
-    seeds that have a value in that round. Up to four panels per row."""
+def seed_band(seeds):
+    """(mean, std) per position over the seeds that have a value there (None/NaN: no value);
+    std is the sample standard deviation (ddof=1), NaN where fewer than two seeds have a value."""
+    if seeds and not isinstance(seeds[0], (list, tuple, np.ndarray)):
+        seeds = [seeds]
+    length = max(len(c) for c in seeds)
+    grid = np.full((len(seeds), length), np.nan)
+    for i, c in enumerate(seeds):
+        grid[i, :len(c)] = [np.nan if v is None else float(v) for v in c]
+    have = (~np.isnan(grid)).sum(axis=0)
+    mean = np.where(have > 0, np.nansum(grid, axis=0) / np.maximum(have, 1), np.nan)
+    dev = np.where(have > 1, np.sqrt(np.nansum((grid - mean) ** 2, axis=0) / np.maximum(have - 1, 1)), np.nan)
+    return mean, dev
+
+
+def write_curves(path: Path, panels, ylabel: str, ylim=None) -> None:
+    """panels = [(title, {label: [value per round] or [[...] per seed]})]; index t-1 of a curve
+    is round t. One line per label: the mean over the seeds that have a value in that round, and
+    a band of +-1 std where two or more do; None marks a round without a value (e.g. the CAM
+    methods' warm-up has no clustering), left out rather than drawn as 0. Up to four panels per row."""
     cols = min(len(panels), 4)
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, sharey=True)
-    from matplotlib.ticker import MaxNLocator
     for ax, (title, curves) in zip(axes.flat, panels):
         longest = 1
         for label, seeds in sorted(curves.items()):
-            if seeds and not isinstance(seeds[0], (list, tuple)):
-                seeds = [seeds]
-            length = max(len(c) for c in seeds)
-            grid = np.full((len(seeds), length), np.nan)
-            for i, c in enumerate(seeds):
-                grid[i, :len(c)] = [np.nan if v is None else float(v) for v in c]
-            have = ~np.isnan(grid)
-            mean = np.where(have.any(axis=0), np.nansum(grid, axis=0) / np.maximum(have.sum(axis=0), 1), np.nan)
-            longest = max(longest, length)
-            ax.plot(np.arange(1, length + 1), mean, label=label, marker="." if length <= 30 else None)
-        ax.set_xlim(0.5, longest + 0.5)   # from round 1, so rounds without a clustering show as a gap
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            mean, dev = seed_band(seeds)
+            x = np.arange(1, len(mean) + 1)
+            longest = max(longest, len(mean))
+            line, = ax.plot(x, mean, label=label + (f" (n={len(seeds)} seeds)" if np.isfinite(dev).any() else ""),
+                            marker="." if len(mean) <= 30 else None)
+            if np.isfinite(dev).any():
+                ax.fill_between(x, mean - dev, mean + dev, color=line.get_color(), alpha=0.2, lw=0)
+        ax.set_xlim(0.5, longest + 0.5)   # from round 1, so rounds without a value show as a gap
+        round_axis(ax)
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("round (1-based)")
-        ax.set_ylabel("ARI vs true clusters")
-        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel(ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    fig.tight_layout()
-    save_figure(path, fig, dpi=110)
-    plt.close(fig)
+    save(fig, path)
+
+
+def write_ari_over_rounds(path: Path, panels) -> None:
+    """CLoVE Figure 2 style: ARI of the clients' clustering against the true clusters per round."""
+    write_curves(path, panels, "ARI vs true clusters", (-0.05, 1.05))
 
 
 def final_first_cluster_weights(run_dir: Path) -> pd.Series:
@@ -176,7 +214,45 @@ def write_first_cluster_weights(path: Path, runs) -> None:
     ax.set_xlabel("client index")
     ax.set_ylabel("weight on the first cluster")
     ax.set_ylim(-0.05, 1.05)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(path, fig, dpi=120)
-    plt.close(fig)
+    save(fig, path)
+
+
+def partition_shares(data):
+    """[clients, parts] share of each client's training samples per class (classification) or
+    its mixture weights over distributions (regression, unsupervised), and the parts' names."""
+    if data.task == "classification":
+        counts = np.zeros((data.num_clients, data.num_classes))
+        y, n = data.train.y.cpu().numpy(), data.train.n.cpu().numpy()
+        for k in range(data.num_clients):
+            counts[k] = np.bincount(y[k, :n[k]].astype(int), minlength=data.num_classes)
+        return counts, [f"class {c}" for c in range(data.num_classes)], "training samples"
+    return data.mixture.cpu().numpy(), list(data.distribution_names), "mixture weight"
+
+
+def write_partition(path: Path, data, title: str) -> None:
+    """The partition itself: one stacked bar per client (its training samples by class, or its
+    mixture of distributions), clients ordered by true cluster with a line between clusters."""
+    shares, names, what = partition_shares(data)
+    truth = data.cluster_truth
+    order = np.argsort(truth.cpu().numpy(), kind="stable") if truth is not None else np.arange(len(shares))
+    shares = shares[order]
+    fig, ax = plt.subplots(figsize=(min(3 + 0.06 * len(shares), 14), 3.4))
+    colors = plt.cm.tab20(np.linspace(0, 1, max(len(names), 2))) if len(names) > 10 else plt.cm.tab10.colors
+    below = np.zeros(len(shares))
+    x = np.arange(1, len(shares) + 1)
+    for j, name in enumerate(names):
+        ax.bar(x, shares[:, j], bottom=below, width=1.0, color=colors[j % len(colors)], lw=0, label=name)
+        below += shares[:, j]
+    if truth is not None:
+        t = truth.cpu().numpy()[order]
+        for b in np.nonzero(np.diff(t))[0]:
+            ax.axvline(b + 1.5, color="black", lw=0.8)
+    ax.set_xlim(0.5, len(shares) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("client (ordered by true cluster; lines between clusters)" if truth is not None else "client")
+    ax.set_ylabel(what)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), ncol=1 if len(names) <= 12 else 2)
+    save(fig, path)

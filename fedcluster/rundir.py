@@ -23,13 +23,14 @@ import yaml
 
 from .errors import RunDirectoryError
 
-VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "hydra")
+VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "logger", "hydra")
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 # What a run writes; `overwrite=true` removes exactly these (and nothing the user put there).
-RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "run.log", "*.csv", "*.png", "*.pdf", "*.svg")
-OWN_DIRS = (".hydra",)
+RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "run.log", "mlflow_run_id.txt", "*.csv", "*.png",
+                   "*.pdf", "*.svg")
+OWN_DIRS = (".hydra", "tensorboard", "wandb")
 
 
 def comparable(config: dict) -> dict:

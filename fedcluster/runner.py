@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -25,8 +24,9 @@ from .engine.clients import keep_state, run_clients
 from .errors import NonFiniteLossError, RunInterrupted
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate
 from .io import write_csv, write_json, write_text
+from .loggers import make_loggers
 from .metrics import key_metric
-from .record import RunRecord
+from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
 from .rundir import claim, comparable
 from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
@@ -53,14 +53,15 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
     unless `overwrite=true`. `on_claimed(path)` runs once the directory is ours (the CLI writes
     Hydra's .hydra/ files there)."""
     validate(cfg)
+    loggers = make_loggers(cfg.get("logger"))   # a missing tracker package is an error before anything is written
     requested = requested_config(cfg)
     with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
         if owned.state == "complete":
             return {**owned.summary, "already_complete": True}
-        return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed)
+        return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed, loggers)
 
 
-def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed) -> dict:
+def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers) -> dict:
     started = time.time()
     keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
@@ -76,13 +77,17 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     fingerprint = config_fingerprint(requested)
     watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
     record = RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)
+    ids = run_ids(cfg, fingerprint)
     show = cfg.progress if progress is None else progress
     bar = progress_bar(cfg, record.next_round) if show and sys.stderr.isatty() else None
     key, done, checkpointed = key_metric(fed.data.task), record.next_round, record.next_round
     log = open_run_log(out, to_stderr=show and bar is None)
     log.info("%s: %s, rounds %d-%d of %d (engine %s, %s)", out, cfg.algorithm.name, record.next_round + 1,
              cfg.rounds, cfg.rounds, engine, hw.describe())
+    summary, logged = None, len(record.metrics)   # rows handed to the loggers so far
     try:
+        for lg in loggers:
+            lg.open(out, requested, ids, record.metrics, record.next_round)
         for t in range(record.next_round, cfg.rounds):
             plan = alg.plan(t, fed)
             tick = time.perf_counter()
@@ -93,7 +98,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             try:
                 watch.check(t, plan.clients, result)
             except NonFiniteLossError as e:
-                write_diverged(out, cfg, fed, record, str(e), t)
+                write_diverged(out, cfg, fed, record, str(e), t, ids)
                 raise
             keep_state(plan, alg, fed, record, result)
             alg.aggregate(t, plan, result.params, fed)
@@ -108,23 +113,33 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
                                  and r["metric"] == key] or [np.nan])
                 log.info("round %d/%d: local_test_%s %.4g (local training %.2f s)", t + 1, cfg.rounds, key, local,
                          record.train_seconds[-1])
+                for lg in loggers:
+                    lg.log_round(t, record.metrics[logged:], record.train_seconds[-1])
+                logged = len(record.metrics)
                 if bar is not None:
                     bar.set_postfix({f"local_test_{key}": f"{local:.4g}"})
             if bar is not None:
                 bar.update(1)
             done = t + 1
             if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0 and not last:
-                record.save(out, fingerprint, alg, watch, t + 1, record.elapsed + time.time() - started)
+                record.save(out, fingerprint, alg, watch, t + 1, record.elapsed + time.time() - started, ids)
                 checkpointed = t + 1
+        if bar is not None:
+            bar.close()
+            bar = None
+        peak = (round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)
+                if hw.torch_device.type == "cuda" else None)
+        summary = write_results(out, cfg, fed, alg, record, engine, hw, record.elapsed + time.time() - started, ids,
+                                peak)
+        return summary
     except KeyboardInterrupt:
         raise RunInterrupted(out, done, cfg.rounds, checkpointed) from None
     finally:
+        for lg in loggers:
+            lg.close(summary)
         close_run_log(log)
         if bar is not None:
             bar.close()
-    peak = (round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)
-            if hw.torch_device.type == "cuda" else None)
-    return write_results(out, cfg, fed, alg, record, engine, hw, record.elapsed + time.time() - started, peak)
 
 
 def progress_bar(cfg, first_round: int):
@@ -133,10 +148,10 @@ def progress_bar(cfg, first_round: int):
                 dynamic_ncols=True, initial=first_round, total=cfg.rounds)
 
 
-def write_diverged(out: Path, cfg, fed, record: RunRecord, error: str, t: int) -> None:
+def write_diverged(out: Path, cfg, fed, record: RunRecord, error: str, t: int, ids: dict) -> None:
     """A diverged run's rows so far and its `status: diverged` summary; no checkpoint."""
     if record.metrics:
-        write_csv(out / "metrics.csv", pd.DataFrame(record.metrics))
+        write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))
     write_json(out / "summary.json", diverged_summary(cfg, fed, error, t))
     RunRecord.drop_checkpoint(out)
 

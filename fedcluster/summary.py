@@ -45,6 +45,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "task": data.task,
         "table": cfg.get("table"), "key_metric": key, "distributions": data.distribution_names,
         "num_clients": data.num_clients, "engine": engine, "device": hw.describe(), "dtype": hw.dtype,
+        "threads": torch.get_num_threads(),
         "status": "complete", "wall_time_s": round(wall, 3),
         "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
                       for g in ("dataset", "partition", "model", "algorithm", "train")},

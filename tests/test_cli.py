@@ -33,7 +33,8 @@ def test_installed_cli_runs_from_any_directory(tmp_path):
     for name in ("config.yaml", "metrics.csv", "summary.json", "assignments.csv", "centers.png", "importance.png"):
         assert (out / name).exists(), name
     metrics = pd.read_csv(out / "metrics.csv")
-    assert list(metrics.columns) == ["round", "model", "model_index", "eval_set", "metric", "value"]
+    assert list(metrics.columns) == ["run_id", "algorithm", "dataset", "partition", "seed",
+                                     "round", "model", "model_index", "eval_set", "metric", "value"]
     assert set(metrics["eval_set"]) >= {"theta_0", "theta_1", "local_test", "local_train"}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["algorithm"] == "fedsoft" and summary["partition"] == "mix_10_90"

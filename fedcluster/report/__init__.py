@@ -13,7 +13,8 @@ from ..io import write_csv, write_text
 from .cells import Stat
 from .render import listing, render
 from .runs import ReportError, discover
-from .sections import csv_frame, figure_panels, slug, write_figure, sections_for
+from .sections import (csv_frame, figure_panels, local_test_curve, sections_for, slug, write_figure,
+                       write_learning_curves)
 
 __all__ = ["build_report", "make_report", "main", "ReportError", "Stat", "discover"]
 
@@ -51,9 +52,11 @@ def _save(report: Report, path: Path, writer, *args) -> bool:
     return True
 
 
-def make_report(root: Path, fmt: str = "markdown") -> Report:
-    """Find the runs under `root`, build every table, write the CSVs (always), the figure and
-    report.md (report.tex for latex) into `root` where it can, and return the text."""
+def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Report:
+    """Find the runs under `root`, build every table, write the CSVs (always), the ARI figure and
+    report.md (report.tex for latex) into `root` where it can, and return the text. figures=True
+    also writes learning curves (local test key metric over rounds, mean +- std over seeds) per
+    key metric: learning_curves_<metric>.png/.pdf."""
     root = Path(root)
     if fmt not in FORMATS:
         raise ReportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
@@ -78,6 +81,12 @@ def make_report(root: Path, fmt: str = "markdown") -> Report:
     panels = figure_panels(sections)
     if panels and _save(report, root / "ari_over_rounds.png", write_figure, panels):
         figure = root / "ari_over_rounds.png"
+    if figures:
+        for metric in sorted({r.summary.get("key_metric", "accuracy") for r in found.runs}):
+            curves = figure_panels(sections, lambda r, m=metric: local_test_curve(r)
+                                   if r.summary.get("key_metric", "accuracy") == m else [None])
+            if curves:
+                _save(report, root / f"learning_curves_{metric}.png", write_learning_curves, curves, metric)
     report.text = render(sections, listing(found), figure, fmt)
     _save(report, root / ("report.tex" if fmt == "latex" else "report.md"), write_text, report.text)
     return report
@@ -103,6 +112,8 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> None:
     p = _Parser(prog="fedcluster-report", description=__doc__.splitlines()[0])
     p.add_argument("directory", type=Path, help="a run directory or a multirun directory")
+    p.add_argument("--figures", action="store_true",
+                   help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
     p.add_argument("--format", choices=FORMATS, default="markdown",
                    help="how tables are printed and saved (report.md or report.tex); the CSVs are always written")
     args = p.parse_args(argv)
@@ -112,7 +123,7 @@ def main(argv=None) -> None:
     if not root.is_dir():
         p.exit(2, f"fedcluster-report: {root} is a file, not a directory; give a run or multirun directory\n")
     try:
-        report = make_report(root, args.format)
+        report = make_report(root, args.format, figures=args.figures)
     except ReportError as e:
         p.exit(2, f"fedcluster-report: {e}\n")
     try:

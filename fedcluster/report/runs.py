@@ -13,14 +13,16 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
+from ..rundir import VOLATILE_KEYS
+
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 METRICS_FILE = "metrics.csv"
 
-# Top-level keys that never change a run's numbers (the runner's rundir.VOLATILE_KEYS); `seed`
-# is the key runs are averaged over, so it is no part of a run's identity either.
-IGNORED_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "hydra")
+# Top-level keys that never change a run's numbers (the runner's own list); `seed` is the key runs
+# are averaged over, so it is no part of a run's identity either.
+IGNORED_KEYS = VOLATILE_KEYS
 SEED_KEY = "seed"
 # Config groups whose options depend on the chosen option (`<group>.name`): their keys are
 # compared only between runs that chose the same option.

@@ -93,14 +93,16 @@ def _line_label(cell: Cell, keys: List[str]) -> str:
         parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{name}={show(cell.value(k))}")
     return ", ".join(parts) or show(cell.value("algorithm.name"))
 
-def figure_panels(sections: List[Section]):
-    """ARI-over-rounds panels: one per (table, sub-table, data set/partition), one line per
-    cell (seeds averaged; rounds without a clustering are left out)."""
+def figure_panels(sections: List[Section], curve=None):
+    """Over-rounds panels: one per (table, sub-table, data set/partition), one line per cell, its
+    seeds' curves (`curve(run)` -> [value per round, None where none]; default: the run's ARI)
+    kept for the mean and band. Cells with no value at all are left out."""
+    curve = curve or (lambda run: ari_curve(run.summary))
     panels = {}
     for section in sections:
         for subtitle, table in section.parts:
             for cell in table.cells:
-                curves = [ari_curve(s) for s in cell.summaries]
+                curves = [curve(r) for r in cell.runs]
                 if not any(v is not None for c in curves for v in c):
                     continue
                 where = f"{show(cell.value('dataset.name'))}/{show(cell.value('partition.name'))}"
@@ -108,7 +110,27 @@ def figure_panels(sections: List[Section]):
                 panels.setdefault(title, {}).setdefault(_line_label(cell, table.laid_out), []).extend(curves)
     return sorted(panels.items())
 
+
+def local_test_curve(run: Run) -> List[Optional[float]]:
+    """The run's key metric on its clients' held-out test splits (mean over clients) per round;
+    None in rounds that were not evaluated."""
+    key = run.summary.get("key_metric", "accuracy")
+    m = pd.read_csv(run.path / "metrics.csv")
+    sel = m[(m["model"] == "local") & (m["eval_set"] == "local_test") & (m["metric"] == key)]
+    means = sel.groupby("round")["value"].mean()
+    out: List[Optional[float]] = [None] * int(run.summary.get("rounds", len(means)))
+    for t, v in means.items():
+        if int(t) < len(out):
+            out[int(t)] = float(v)
+    return out
+
+
 def write_figure(path: Path, panels) -> None:
     """The ARI-over-rounds figure (matplotlib is imported only when there is one to draw)."""
     from ..plots import write_ari_over_rounds
     write_ari_over_rounds(path, panels)
+
+
+def write_learning_curves(path: Path, panels, metric: str) -> None:
+    from ..plots import write_curves
+    write_curves(path, panels, f"local test {metric} (mean over clients)")

@@ -1,0 +1,31 @@
+"""metrics.csv as a live file: the rows of each evaluated round are appended as the round ends,
+so `tail -f` and live plots work. At a start or a resume the file is rewritten (atomically) to
+the rows the run holds, dropping rows of rounds a checkpoint did not keep; at the end the run
+rewrites it whole (artifacts.write_results), so a finished run's file is the same whatever
+happened on the way."""
+import csv
+from pathlib import Path
+
+from ..io import write_csv
+from ..record import METRICS_FILE, metrics_table
+from .base import Logger
+
+
+class CSVLogger(Logger):
+    def __init__(self, flush: bool = True):
+        self.flush = flush      # fsync after each round's rows (a crash loses at most the round being written)
+        self.path = None
+
+    def open(self, out, config, ids, rows, first_round):
+        self.path = Path(out) / METRICS_FILE
+        self.ids = ids
+        write_csv(self.path, metrics_table(rows, ids))
+
+    def log_round(self, t, rows, train_seconds):
+        if not rows:
+            return
+        frame = metrics_table(rows, self.ids)
+        with open(self.path, "a", newline="") as f:
+            frame.to_csv(f, header=False, index=False, quoting=csv.QUOTE_MINIMAL)
+            if self.flush:
+                f.flush()

@@ -1,0 +1,88 @@
+"""Sweeps through Hydra launchers: joblib (hydra/launcher=parallel) and submitit's local executor
+run every job to the end, and a job preempted the way SLURM preempts (submitit's signal, its
+checkpoint hook, a requeue) resumes from fedcluster's checkpoint and ends with the metrics of a
+run that was never stopped."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+TINY = ["partition.num_clients=10", "algorithm.selection_size=5", "dataset.test_size=100", "plots=false",
+        "train.epochs=1"]
+
+
+def sweep(tmp_path, *args, timeout=300):
+    return subprocess.Popen([sys.executable, "-m", "fedcluster", "-m", *TINY, *args,
+                             f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finished(tmp_path):
+    return sorted(json.loads(p.read_text())["seed"] for p in (tmp_path / "sweep").glob("*/summary.json"))
+
+
+def test_parallel_launcher_runs_jobs_side_by_side(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = sweep(tmp_path, "hydra/launcher=parallel", "hydra.launcher.n_jobs=2", "rounds=2", "seed=0,1")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert finished(tmp_path) == [0, 1]
+    threads = {json.loads(p.read_text())["threads"] for p in (tmp_path / "sweep").glob("*/summary.json")}
+    assert threads == {max(1, os.cpu_count() // 2)}   # joblib's per-worker thread limit: cores / n_jobs
+
+
+def test_submitit_local_launcher_runs_the_sweep(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    proc = sweep(tmp_path, "hydra/launcher=submitit_local", "rounds=2", "seed=0,1")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert finished(tmp_path) == [0, 1]
+
+
+def _job_pids(folder: Path):
+    """Processes running submitit tasks of jobs under `folder` (its command line names the folder)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"submitit.core._submit" in cmd and any(str(folder).encode() in c for c in cmd):
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the job's process through /proc")
+def test_a_preempted_submitit_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    from submitit.local.local import LocalJobEnvironment
+    rounds = ["rounds=30", "checkpoint_every=3", "seed=0"]
+    proc = sweep(tmp_path, "hydra/launcher=submitit_local", *rounds)
+    deadline = time.time() + 240
+    while not list((tmp_path / "sweep").glob("*/checkpoint.pt")):   # the run has checkpointed at least once
+        assert time.time() < deadline and proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.05)
+    job = next((tmp_path / "sweep").glob("*/checkpoint.pt")).parent
+    pids = _job_pids(tmp_path / "sweep")
+    assert len(pids) == 1
+    os.kill(pids[0], LocalJobEnvironment._usr_sig())   # what SLURM sends before preempting a job
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    logs = "".join(p.read_text() for p in (tmp_path / "sweep" / ".submitit").rglob("*_log.out"))
+    assert "this job is preempted" in logs and "Requeued job" in logs
+    starts = [line for line in (job / "run.log").read_text().splitlines() if ": fedsoft, rounds " in line]
+    assert len(starts) == 2 and " rounds 1-30 " in starts[0] and " rounds 1-30 " not in starts[1]
+    assert json.loads((job / "summary.json").read_text())["status"] == "complete"
+
+    straight = subprocess.run([sys.executable, "-m", "fedcluster", *TINY, *rounds, "progress=false",
+                               f"hydra.run.dir={tmp_path / 'straight'}"], cwd=tmp_path, capture_output=True, text=True)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    pd.testing.assert_frame_equal(pd.read_csv(job / "metrics.csv"), pd.read_csv(tmp_path / "straight" / "metrics.csv"))
