@@ -16,10 +16,12 @@ from .fedem import FedEM
 from .fedsoft import FedSoft
 from .fesem import FeSEM
 from .ifca import IFCA
+from .flexcfl import FlexCFL
 from .local import LocalOnly
+from .pacfl import PACFL
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg",
-           "FedEM", "FedProx", "FedSoft", "FeSEM", "IFCA", "LocalOnly"]
+           "FedEM", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL"]
