@@ -11,6 +11,7 @@ from .cfl import CFL
 from .clove import CLoVE
 from .clustered import ClusteredAlgorithm
 from .ensemble import Ensemble
+from .fedala import FedALA
 from .fedavg import FedAvg, FedProx
 from .fedem import FedEM
 from .fedsoft import FedSoft
@@ -23,5 +24,5 @@ from .pacfl import PACFL
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedAvg",
+__all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
            "FedEM", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL"]

@@ -11,10 +11,10 @@ from .common import (Protocol, Spec, Table, local_metric, runs_of, unique, ari_a
 
 
 # -- CLoVE (Tables 1, 2, 4, 5, 7-9), mean ± std over 3 seeds, columns MNIST, CIFAR-10, FMNIST.
-# Only the methods fedcluster implements (FedAvg, Local-only, CFL, FeSEM, FlexCFL, PACFL, IFCA, CLoVE).
+# Only the methods fedcluster implements (FedAvg, Local-only, CFL, FeSEM, FlexCFL, PACFL, FedALA, IFCA, CLoVE).
 CLOVE_DATASETS = ("mnist", "cifar10", "fashion_mnist")
 
-CLOVE_METHODS = ("fedavg", "local", "cfl", "fesem", "flexcfl", "pacfl", "ifca", "clove")
+CLOVE_METHODS = ("fedavg", "local", "cfl", "fesem", "flexcfl", "pacfl", "fedala", "ifca", "clove")
 
 def _clove(text):
     """'method: m±s m±s m±s' lines -> {(method, dataset): (mean, std)}; '-' = not reported."""
@@ -34,6 +34,7 @@ cfl: 82.5±21.8 87.4±0.4 65.8±22.4
 fesem: 73.2±0.8 11.2±1.6 41.8±0.7
 flexcfl: 99.4±0.0 73.2±0.3 99.0±0.1
 pacfl: 99.1±0.1 79.1±1.0 98.7±0.1
+fedala: 98.9±0.1 80.0±0.6 97.8±0.0
 ifca: 99.1±0.5 85.7±6.5 97.8±1.9
 clove: 99.8±0.0 90.5±0.1 99.1±0.0"""),
     "concept_shift": _clove("""fedavg: 52.4±0.3 63.1±1.7 49.1±0.1
@@ -42,6 +43,7 @@ cfl: 97.5±0.2 35.7±3.2 83.7±0.5
 fesem: 46.2±0.1 12.7±0.5 39.7±0.6
 flexcfl: 97.4±0.1 17.8±2.1 86.1±0.2
 pacfl: 93.3±0.1 26.8±1.2 72.6±1.2
+fedala: 96.7±0.2 42.0±1.0 81.1±0.3
 ifca: 80.0±0.2 52.7±4.7 67.0±6.2
 clove: 97.6±0.1 58.4±0.6 84.3±0.2"""),
     "label_skew2": _clove("""fedavg: 76.4±0.3 47.7±4.0 55.2±1.6
@@ -50,6 +52,7 @@ cfl: 97.3±0.3 62.1±0.4 87.2±1.2
 fesem: 89.1±1.6 15.3±2.5 51.4±0.2
 flexcfl: 95.6±0.3 43.6±0.6 88.7±0.2
 pacfl: 92.0±1.1 40.4±1.0 81.1±0.5
+fedala: 95.1±0.3 50.1±1.6 81.6±0.7
 ifca: 96.8±0.2 63.4±3.4 89.4±1.3
 clove: 97.1±0.3 66.8±2.3 90.1±0.3"""),
     "feature_skew": _clove("""fedavg: 90.0±0.6 52.4±2.5 76.5±0.3
@@ -58,6 +61,7 @@ cfl: 95.1±0.2 61.6±5.1 77.8±3.5
 fesem: 79.5±0.4 10.7±0.5 67.6±0.5
 flexcfl: 96.7±0.1 12.2±0.4 85.2±0.2
 pacfl: 89.3±0.1 17.1±0.6 70.6±0.6
+fedala: 90.2±0.6 22.3±0.4 68.1±0.5
 ifca: 95.9±2.0 50.8±7.0 83.5±0.3
 clove: 97.7±0.1 57.1±1.8 85.1±0.2"""),
     "label_skew3": _clove("""fedavg: 99.0±0.0 84.1±0.5 88.8±0.3
@@ -66,6 +70,7 @@ cfl: 97.9±0.1 61.2±0.6 84.3±1.2
 fesem: 94.0±0.2 13.3±0.2 72.2±1.9
 flexcfl: 92.2±0.3 20.8±0.5 79.7±0.5
 pacfl: 82.8±0.9 27.1±3.8 68.1±2.1
+fedala: 94.7±0.3 40.0±0.7 75.1±0.5
 ifca: 94.2±0.2 57.3±1.9 80.6±1.0
 clove: 94.2±0.2 56.9±0.5 79.5±0.5"""),
     "label_skew4": _clove("""fedavg: 98.5±0.1 60.7±0.8 85.9±0.2
@@ -74,6 +79,7 @@ cfl: 97.8±0.1 71.3±1.1 88.2±0.4
 fesem: 94.9±0.3 11.9±1.5 80.6±1.1
 flexcfl: 97.2±0.1 66.8±0.0 89.5±0.1
 pacfl: 93.4±0.2 67.4±0.3 84.1±0.2
+fedala: 96.8±0.1 69.8±0.3 87.3±0.1
 ifca: 98.0±0.1 64.3±0.9 89.4±0.2
 clove: 97.8±0.2 72.6±0.3 89.9±0.1"""),
 }
