@@ -39,9 +39,9 @@ def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) 
 
 def _drop_names(plain):
     """Remove the descriptive `name` key of every node that will be instantiated (nested
-    ones too, e.g. CAM's base), except the image source, whose reader is chosen by name."""
+    ones too, e.g. CAM's base), except the image and text sources, whose reader is chosen by name."""
     if isinstance(plain, dict):
-        if "_target_" in plain and not str(plain["_target_"]).endswith("ImageSource"):
+        if "_target_" in plain and not str(plain["_target_"]).endswith(("ImageSource", "TextSource")):
             plain.pop("name", None)
         for v in plain.values():
             _drop_names(v)

@@ -20,13 +20,14 @@ from . import algorithms, data, hardware, loggers, models, partitions
 from .schema import schema_of
 
 OPTIONS = {
-    "dataset": [data.SyntheticRegression, data.SeparatedRegression, data.ImageSource],
+    "dataset": [data.SyntheticRegression, data.SeparatedRegression, data.ImageSource, data.TextSource],
     "partition": [partitions.TwoGroupMix, partitions.LinearMix, partitions.RandomMix, partitions.Clustered,
                   partitions.DirichletLabels, partitions.ClusteredDirichletLabels, partitions.NClassLabels,
                   partitions.ClusteredNClassLabels, partitions.LabelSkew1, partitions.LabelSkew2,
                   partitions.LabelSkew3, partitions.LabelSkew4, partitions.FeatureSkew, partitions.ConceptShift],
     "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.LettersCNN, models.CifarCNN,
-              models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder],
+              models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder,
+              models.TextCNN],
     "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)
     "hardware": [hardware.Hardware],
     "logger": [loggers.CSVLogger, loggers.TensorBoardLogger, loggers.MLflowLogger, loggers.WandbLogger],

@@ -57,3 +57,39 @@ def write_learnable_mnist_like(folder: Path, n_train=3000, n_test=1000, classes=
     write_idx(folder / "train-labels-idx1-ubyte", ty)
     write_idx(folder / "t10k-images-idx3-ubyte", vx)
     write_idx(folder / "t10k-labels-idx1-ubyte", vy)
+
+
+AG_WORDS = [["election", "minister", "treaty", "embassy"], ["match", "goal", "season", "coach"],
+            ["shares", "profit", "market", "merger"], ["software", "chip", "internet", "quantum"]]
+
+
+def write_ag_news(root: Path, n_train=1200, n_test=200, seed=0) -> None:
+    """AG News's CSV layout (no header; class 1-4, title, description, quoted) with class words,
+    commas and quotes inside fields: <root>/ag_news/{train,test}.csv."""
+    import csv
+    rng = np.random.default_rng(seed)
+    folder = root / "ag_news"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train.csv", n_train), ("test.csv", n_test)):
+        with open(folder / name, "w", newline="") as f:
+            w = csv.writer(f, quoting=csv.QUOTE_ALL)
+            for i in range(n):
+                c = i % 4
+                words = rng.choice(AG_WORDS[c], size=4).tolist() + rng.choice(sum(AG_WORDS, []), size=2).tolist()
+                w.writerow([c + 1, f"Title {words[0]}, \"{words[1]}\"", " ".join(words[2:]) + " filler"])
+
+
+def write_amazon(root: Path, per_side=120, seed=0, domains=("books", "dvd", "electronics", "kitchen")) -> None:
+    """The processed_acl layout: <root>/amazon/processed_acl/<domain>/{positive,negative}.review,
+    one review per line as `feature:count ... #label#:positive|negative`."""
+    rng = np.random.default_rng(seed)
+    for d in domains:
+        folder = root / "amazon" / "processed_acl" / d
+        folder.mkdir(parents=True, exist_ok=True)
+        for side, cue in (("positive", ["great", "love", "excellent"]), ("negative", ["bad", "waste", "poor"])):
+            lines = []
+            for _ in range(per_side):
+                feats = {w: int(rng.integers(1, 3)) for w in rng.choice(cue, size=2)}
+                feats.update({f"{d}_word{int(rng.integers(0, 30))}": 1, "the_book" if d == "books" else "it_works": 1})
+                lines.append(" ".join(f"{k}:{v}" for k, v in feats.items()) + f" #label#:{side}")
+            (folder / f"{side}.review").write_text("\n".join(lines) + "\n")

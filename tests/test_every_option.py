@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 
 from conftest import CONF, make_cfg
-from fakedata import write_cifar10, write_mnist_like
+from fakedata import write_ag_news, write_amazon, write_cifar10, write_mnist_like
 from fedcluster.runner import run
 
 GROUPS = ("dataset", "partition", "model", "algorithm")
@@ -28,6 +28,7 @@ CONTEXT = {
 TWO_ROTATIONS = ["dataset=fashion_mnist", "model=lenet", "engine=batched"]   # fashion_mnist: 0 and 90 degrees
 INSTEAD = {   # options that need other data than CONTEXT gives their group
     ("model", "cifar_cnn"): ["dataset=cifar10", "partition=random"],
+    ("model", "textcnn"): ["dataset=ag_news", "partition=random"],
     ("model", "linear"): [],
     ("model", "mlp"): [],
     ("model", "fc_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
@@ -51,6 +52,8 @@ def data_root(tmp_path_factory) -> Path:
     write_mnist_like(root / "EMNIST" / "raw", prefix="emnist-byclass-", classes=62, n_train=4000, n_test=1200,
                      test_word="test")
     write_cifar10(root, per_batch=240, n_test=400)
+    write_ag_news(root, n_train=1200, n_test=400)
+    write_amazon(root, per_side=120)
     return root
 
 

@@ -2,6 +2,7 @@
 from .federated import ClientSplit, FederatedData, build_federated_data, build_label_federated_data
 from .images import ImageSource
 from .synthetic import SeparatedRegression, SyntheticRegression
+from .text import TextSource
 
 __all__ = ["ClientSplit", "FederatedData", "build_federated_data", "build_label_federated_data", "ImageSource", "SyntheticRegression",
-           "SeparatedRegression"]
+           "SeparatedRegression", "TextSource"]

@@ -4,5 +4,7 @@ from .autoencoder import ConvAutoencoder, FCAutoencoder
 from .cnn import BatchNormCNN, CifarCNN, LeNetCNN, LettersCNN
 from .linear import LinearRegression
 from .mlp import MLP
+from .text import TextCNN
 
-__all__ = ["LinearRegression", "MLP", "LeNetCNN", "LettersCNN", "CifarCNN", "FCAutoencoder", "ConvAutoencoder", "BatchNormCNN"]
+__all__ = ["LinearRegression", "MLP", "LeNetCNN", "LettersCNN", "CifarCNN", "FCAutoencoder", "ConvAutoencoder", "BatchNormCNN",
+           "TextCNN"]

@@ -1,0 +1,25 @@
+"""TextCNN (Kim 2014) for token-id inputs: CLoVE's AG News model ("a TextCNN with an embedding
+layer", App. B; sizes are not given there: ours are Kim's kernel widths 3/4/5 with 64 channels
+each and 64-dimensional embeddings, no dropout so the batched engine can train it)."""
+from typing import Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .init import initialize
+
+
+class TextCNN(nn.Module):
+    def __init__(self, in_shape, num_outputs: int, vocab_size: int = 20000, embed_dim: int = 64,
+                 kernel_sizes: Sequence[int] = (3, 4, 5), channels: int = 64, init: str = "xavier"):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size + 2, embed_dim)    # ids 0 (padding) and 1 (unknown) first
+        self.convs = nn.ModuleList(nn.Conv1d(embed_dim, channels, k) for k in kernel_sizes)
+        self.fc = nn.Linear(channels * len(kernel_sizes), num_outputs)
+        initialize(self, init)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: [B, max_len] token ids (stored as floats by the data pipeline, exact below 2^24)."""
+        e = self.embed(x.long()).transpose(1, 2)                  # [B, embed_dim, max_len]
+        return self.fc(torch.cat([F.relu(conv(e)).amax(-1) for conv in self.convs], dim=1))
