@@ -20,9 +20,10 @@ from .ifca import IFCA
 from .flexcfl import FlexCFL
 from .local import LocalOnly
 from .pacfl import PACFL
+from .perfedavg import PerFedAvg
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
-           "FedEM", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL"]
+           "FedEM", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL", "PerFedAvg"]

@@ -192,6 +192,10 @@ class LocalTrainer:
         """`valid` marks the batch's real samples; `terms` with their row's `data` change the
         outputs, weight each sample's loss and add penalties (off with penalties=False).
         `buffers` (not differentiated) are updated in place by batch norm in train mode."""
+        meta = next((t for t in terms if t.replaces_objective), None)
+        if meta is not None:   # Per-FedAvg: the term computes the whole objective from data losses
+            return meta.objective(lambda p, xs, ys, vs: self.objective(p, xs, ys, vs, (), (), buffers, model)[1],
+                                  params, x, y, valid)
         with autocast():
             out = functional_call(model or self.model, {**params, **buffers} if buffers else params, (x,))
         out = full_precision(out)

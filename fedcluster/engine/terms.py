@@ -22,6 +22,7 @@ from ..models.stacked import Stack
 
 class Term:
     per_sample = False
+    replaces_objective = False   # True: `objective` computes the row's whole objective (MetaStep)
     data: torch.Tensor
 
     def outputs(self, out: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
@@ -111,6 +112,47 @@ class SampleWeights(Term):
         like = next(p.data for p in parts if p is not None)
         return cls(torch.cat([p.data if p is not None else like.new_ones(m, like.shape[1])
                               for p, m in zip(parts, rows)]))
+
+
+class MetaStep(Term):
+    """Per-FedAvg's local step (Fallah et al., NeurIPS 2020, Alg. 1), the row's whole objective:
+    the step's batch is cut at `split` into D (first part) and D' (second), and, for the
+    Hessian-free variant, D'' (third). With theta' = theta - alpha grad f(theta; D),
+      fo: the gradient applied is grad f(theta'; D')                      (first-order MAML)
+      hf: it is g - alpha d, g = grad f(theta'; D'), and d the finite-difference Hessian-vector
+          product [grad f(theta + delta g; D'') - grad f(theta - delta g; D'')] / (2 delta)
+          (the paper's Per-FedAvg (HF), eq. 11).
+    The outer step is the run's optimizer (train.optimizer, train.lr = beta). `data` is unused
+    (a zero per row). PFLlib (TsingZ0/PFLlib, clientperavg.py) has the FO variant only and cuts
+    a loader batch of 2B into two halves of B, as `split` = train.batch_size / 2 does here."""
+    replaces_objective = True
+
+    def __init__(self, alpha: float, split: int, variant: str, delta: float, rows: int, like: torch.Tensor):
+        self.alpha, self.split, self.variant, self.delta = alpha, split, variant, delta
+        self.data = like.new_zeros(rows, 1)
+
+    def objective(self, loss, params: Stack, x, y, valid):
+        """(the scalar whose gradient in `params` is the step's direction, the data loss
+        f(theta'; D')). `loss(params, x, y, valid)` is the mean data loss of a batch."""
+        from torch.func import grad
+        s = self.split
+        part = lambda i: (x[i * s:(i + 1) * s], y[i * s:(i + 1) * s], valid[i * s:(i + 1) * s])
+        fixed = {k: v.detach() for k, v in params.items()}
+        g1 = grad(loss)(fixed, *part(0))
+        inner = {k: params[k] - self.alpha * g1[k].detach() for k in params}   # d inner / d theta = I
+        if self.variant == "fo":
+            meta = loss(inner, *part(1))
+            return meta, meta
+        g = grad(loss)({k: v.detach() for k, v in inner.items()}, *part(1))
+        plus = grad(loss)({k: fixed[k] + self.delta * g[k] for k in params}, *part(2))
+        minus = grad(loss)({k: fixed[k] - self.delta * g[k] for k in params}, *part(2))
+        direction = {k: (g[k] - self.alpha * (plus[k] - minus[k]) / (2 * self.delta)).detach() for k in params}
+        surrogate = sum((direction[k] * params[k]).sum() for k in params)
+        return surrogate, loss(inner, *part(1)).detach()
+
+    @classmethod
+    def concat(cls, parts, rows):
+        raise ValueError("concat_plans: Per-FedAvg's meta step is not trained together with other plans")
 
 
 def concat_terms(term_lists: List[List[Term]], rows: List[int]) -> List[Term]:
