@@ -220,15 +220,19 @@ def write_first_cluster_weights(path: Path, runs) -> None:
 
 
 def partition_shares(data):
-    """[clients, parts] share of each client's training samples per class (classification) or
-    its mixture weights over distributions (regression, unsupervised), and the parts' names."""
+    """[clients, parts] each client's training samples per class (classification), its mixture
+    weights over distributions (mixture partitions), or its sample count (reconstruction on a
+    label partition), with the parts' names and what they measure."""
     if data.task == "classification":
         counts = np.zeros((data.num_clients, data.num_classes))
         y, n = data.train.y.cpu().numpy(), data.train.n.cpu().numpy()
         for k in range(data.num_clients):
             counts[k] = np.bincount(y[k, :n[k]].astype(int), minlength=data.num_classes)
         return counts, [f"class {c}" for c in range(data.num_classes)], "training samples"
-    return data.mixture.cpu().numpy(), list(data.distribution_names), "mixture weight"
+    if data.mixture.shape[1] > 0:
+        return data.mixture.cpu().numpy(), list(data.distribution_names), "mixture weight"
+    # reconstruction on a label partition: no labels to show, each client's sample count
+    return data.train.n.cpu().numpy().astype(float)[:, None], ["samples"], "training samples"
 
 
 def write_partition(path: Path, data, title: str) -> None:

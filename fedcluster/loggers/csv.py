@@ -19,12 +19,18 @@ class CSVLogger(Logger):
     def open(self, out, config, ids, rows, first_round):
         self.path = Path(out) / METRICS_FILE
         self.ids = ids
-        write_csv(self.path, metrics_table(rows, ids))
+        if rows:
+            write_csv(self.path, metrics_table(rows, ids))
+        elif self.path.exists():   # rows of a killed attempt that never checkpointed
+            self.path.unlink()
 
     def log_round(self, t, rows, train_seconds):
         if not rows:
             return
         frame = metrics_table(rows, self.ids)
+        if not self.path.exists():   # the first rows: the file with its header
+            write_csv(self.path, frame)
+            return
         with open(self.path, "a", newline="") as f:
             frame.to_csv(f, header=False, index=False, quoting=csv.QUOTE_MINIMAL)
             if self.flush:
