@@ -14,6 +14,7 @@ from .ensemble import Ensemble
 from .fedala import FedALA
 from .fedavg import FedAvg, FedProx
 from .fedem import FedEM
+from .fedproto import FedProto
 from .fedsoft import FedSoft
 from .fesem import FeSEM
 from .ifca import IFCA
@@ -26,4 +27,4 @@ for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
-           "FedEM", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL", "PerFedAvg"]
+           "FedEM", "FedProto", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL", "PerFedAvg"]

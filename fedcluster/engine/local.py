@@ -196,8 +196,13 @@ class LocalTrainer:
         if meta is not None:   # Per-FedAvg: the term computes the whole objective from data losses
             return meta.objective(lambda p, xs, ys, vs: self.objective(p, xs, ys, vs, (), (), buffers, model)[1],
                                   params, x, y, valid)
+        pulls = [(t, d) for t, d in zip(terms, data) if t.uses_features]
         with autocast():
-            out = functional_call(model or self.model, {**params, **buffers} if buffers else params, (x,))
+            out = functional_call(model or self.model, {**params, **buffers} if buffers else params, (x,),
+                                  {"with_features": True} if pulls else None)
+        if pulls:
+            out, feats = out
+            feats = full_precision(feats)
         out = full_precision(out)
         for term, d in zip(terms, data):
             out = term.outputs(out, d)
@@ -213,6 +218,8 @@ class LocalTrainer:
                 p = term.penalty(params, d)
                 if p is not None:
                     total = total + p
+            for term, d in pulls:
+                total = total + term.feature_penalty(feats, y, valid, d)
         return total, data_loss
 
     # -- batched: all rows step together under vmap -----------------------------------------

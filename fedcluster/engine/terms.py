@@ -23,6 +23,7 @@ from ..models.stacked import Stack
 class Term:
     per_sample = False
     replaces_objective = False   # True: `objective` computes the row's whole objective (MetaStep)
+    uses_features = False        # True: `feature_penalty` reads the model's features (PrototypePull)
     data: torch.Tensor
 
     def outputs(self, out: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
@@ -112,6 +113,28 @@ class SampleWeights(Term):
         like = next(p.data for p in parts if p is not None)
         return cls(torch.cat([p.data if p is not None else like.new_ones(m, like.shape[1])
                               for p, m in zip(parts, rows)]))
+
+
+class PrototypePull(Term):
+    """lam * the mean over the batch and the feature dimensions of ||r(x) - P_y||^2: FedProto's
+    regulariser (Tan et al., AAAI 2022, eq. 4-5, PFLlib's clientproto.py: MSE to the global
+    prototype of the sample's label; a sample whose class has no global prototype adds 0), and
+    FedPAC's feature alignment. `prototypes` [C, D] and `have` [C] are shared by all rows;
+    `data` = lam per row [M, 1]."""
+    uses_features = True
+
+    def __init__(self, prototypes: torch.Tensor, have: torch.Tensor, lam: torch.Tensor):
+        self.prototypes, self.have, self.data = prototypes, have, lam
+
+    def feature_penalty(self, feats, y, valid, d):
+        y = y.long()
+        mask = self.have[y].to(feats.dtype) * valid
+        sq = ((feats - self.prototypes[y].to(feats.dtype)) ** 2).sum(-1) * mask
+        return d[0] * sq.sum() / (valid.sum().clamp_min(1) * feats.shape[-1])
+
+    @classmethod
+    def concat(cls, parts, rows):
+        raise ValueError("concat_plans: a prototype pull is not trained together with other plans")
 
 
 class MetaStep(Term):

@@ -31,8 +31,12 @@ class LeNetCNN(nn.Module):
             nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
         initialize(self, init)
 
-    def forward(self, x):
-        return self.classifier(self.features(x))
+    def forward(self, x, with_features: bool = False):
+        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
+        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
+        feats = self.classifier[:-1](self.features(x))
+        out = self.classifier[-1](feats)
+        return (out, feats) if with_features else out
 
 
 class LettersCNN(nn.Module):
@@ -54,8 +58,12 @@ class LettersCNN(nn.Module):
             nn.Linear(hidden, num_outputs))
         initialize(self, init)
 
-    def forward(self, x):
-        return self.classifier(self.features(x))
+    def forward(self, x, with_features: bool = False):
+        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
+        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
+        feats = self.classifier[:-1](self.features(x))
+        out = self.classifier[-1](feats)
+        return (out, feats) if with_features else out
 
 
 class CifarCNN(nn.Module):
@@ -77,8 +85,12 @@ class CifarCNN(nn.Module):
             nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, num_outputs))
         initialize(self, init)
 
-    def forward(self, x):
-        return self.classifier(self.features(x))
+    def forward(self, x, with_features: bool = False):
+        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
+        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
+        feats = self.classifier[:-1](self.features(x))
+        out = self.classifier[-1](feats)
+        return (out, feats) if with_features else out
 
 
 class BatchNormCNN(nn.Module):
@@ -100,5 +112,9 @@ class BatchNormCNN(nn.Module):
             nn.Linear(hidden, num_outputs))
         initialize(self, init)
 
-    def forward(self, x):
-        return self.classifier(self.features(x))
+    def forward(self, x, with_features: bool = False):
+        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
+        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
+        feats = self.classifier[:-1](self.features(x))
+        out = self.classifier[-1](feats)
+        return (out, feats) if with_features else out

@@ -20,6 +20,9 @@ class MLP(nn.Module):
         self.regression = num_outputs == 1
         initialize(self, init)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.net(x.flatten(1))
-        return out.squeeze(-1) if self.regression else out
+    def forward(self, x: torch.Tensor, with_features: bool = False):
+        """Outputs; with_features: (outputs, the input of the last layer)."""
+        feats = self.net[:-1](x.flatten(1))
+        out = self.net[-1](feats)
+        out = out.squeeze(-1) if self.regression else out
+        return (out, feats) if with_features else out

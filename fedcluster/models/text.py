@@ -19,7 +19,10 @@ class TextCNN(nn.Module):
         self.fc = nn.Linear(channels * len(kernel_sizes), num_outputs)
         initialize(self, init)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: [B, max_len] token ids (stored as floats by the data pipeline, exact below 2^24)."""
+    def forward(self, x: torch.Tensor, with_features: bool = False):
+        """x: [B, max_len] token ids (stored as floats by the data pipeline, exact below 2^24);
+        with_features: (logits, the pooled convolution features the last layer reads)."""
         e = self.embed(x.long()).transpose(1, 2)                  # [B, embed_dim, max_len]
-        return self.fc(torch.cat([F.relu(conv(e)).amax(-1) for conv in self.convs], dim=1))
+        feats = torch.cat([F.relu(conv(e)).amax(-1) for conv in self.convs], dim=1)
+        out = self.fc(feats)
+        return (out, feats) if with_features else out

@@ -1,0 +1,118 @@
+"""FedProto (Tan et al., AAAI 2022): clients share class prototypes (mean feature vectors), not
+model parameters; local training pulls features to the global prototypes; prediction is by the
+nearest global prototype."""
+from typing import Tuple
+
+import torch
+from torch.func import functional_call
+
+from ..engine.terms import PrototypePull
+from ..errors import ConfigError
+from ..models.stacked import repeat
+from .base import Algorithm, RoundPlan
+from .clustered import check_choice
+
+WEIGHTINGS = ("clients", "samples")
+
+
+def client_features(model, params: dict, x: torch.Tensor) -> torch.Tensor:
+    """[n, D] the model's features (the input of its last layer) of samples x."""
+    with torch.no_grad():
+        return functional_call(model, params, (x,), {"with_features": True})[1]
+
+
+def class_means(feats: torch.Tensor, y: torch.Tensor, C: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """([C, D] mean feature per class, [C] sample counts); zero rows for absent classes."""
+    counts = torch.bincount(y.long(), minlength=C)[:C].to(feats.dtype)
+    sums = torch.zeros(C, feats.shape[1], dtype=feats.dtype, device=feats.device).index_add_(0, y.long(), feats)
+    return sums / counts.clamp_min(1)[:, None], counts
+
+
+def aggregate_prototypes(local: torch.Tensor, counts: torch.Tensor, weighting: str = "clients"):
+    """Global prototypes from the clients' [M, C, D] and their class counts [M, C]: per class the
+    mean over the clients that have it, unweighted (`clients`, PFLlib's serverproto.py
+    proto_aggregation) or weighted by their samples of that class (`samples`, the paper's eq. 3).
+    Returns ([C, D], have [C] bool)."""
+    present = (counts > 0).to(local.dtype)
+    w = present if weighting == "clients" else counts.to(local.dtype)
+    mass = w.sum(0)                                                        # [C]
+    protos = torch.einsum("mc,mcd->cd", w, local) / mass.clamp_min(1e-12)[:, None]
+    return protos, mass > 0
+
+
+def nearest_prototype_logits(feats: torch.Tensor, protos: torch.Tensor, have: torch.Tensor) -> torch.Tensor:
+    """[..., C] minus the squared distance of each feature vector to each class prototype (so the
+    argmax is the nearest prototype, PFLlib's clientproto.py test_metrics); classes without a
+    prototype get a very low score (never predicted)."""
+    d = ((feats.unsqueeze(-2) - protos) ** 2).sum(-1)
+    return torch.where(have, -d, torch.full_like(d, -1e9))
+
+
+class FedProto(Algorithm):
+    """FedProto. Each client keeps its own model (one common initialisation; no parameters are
+    exchanged) and trains it on CE + `lam` * MSE(features, global prototype of the label)
+    (`PrototypePull`; CE only while no global prototypes exist). After training, each trained
+    client sends its class prototypes: the mean features of its training samples per class, with
+    its trained model (the paper's definition; PFLlib collects them during training, from the
+    changing model); the server averages them per class (`aggregate_prototypes`, `weighting`).
+    A client predicts by the nearest global prototype to its features
+    (`nearest_prototype_logits`); the local model's own head is trained but not used to predict,
+    as in the paper and PFLlib. Needs a model with features (LeNet, the CNNs, MLP, TextCNN).
+    Defaults: lam 1.0 (PFLlib's lamda), weighting 'clients' (PFLlib)."""
+    name = "fedproto"
+    keep_client_state = True
+    num_clusters = 0
+
+    def __init__(self, lam: float = 1.0, weighting: str = "clients", client_fraction: float = 1.0):
+        check_choice("weighting", weighting, WEIGHTINGS)
+        if lam < 0 or not 0 < client_fraction <= 1:
+            raise ConfigError(f"FedProto needs lam >= 0 and 0 < client_fraction <= 1; got {lam}, {client_fraction}")
+        self.lam, self.weighting, self.client_fraction = lam, weighting, client_fraction
+
+    def setup(self, fed):
+        if fed.data.task != "classification":
+            raise ConfigError("algorithm=fedproto needs a classification data set (its prototypes are per class)")
+        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.prototypes, self.have = None, None
+        self.client_protos, self.client_counts = None, None
+
+    def plan(self, t, fed):
+        clients = fed.sample_clients(self.client_fraction, t)
+        plan = RoundPlan(clients, repeat(self.local, clients))
+        if self.prototypes is not None:
+            lam = torch.full((len(clients), 1), self.lam, dtype=fed.dtype, device=fed.device)
+            plan.terms.append(PrototypePull(self.prototypes, self.have, lam))
+        return plan
+
+    def aggregate(self, t, plan, trained, fed):
+        for k in self.local:
+            self.local[k][plan.clients] = trained[k]
+        tr, C = fed.data.train, fed.data.num_classes
+        protos, counts = [], []
+        for k in range(fed.num_clients):
+            n = int(tr.n[k])
+            feats = client_features(fed.model, {name: v[k] for name, v in self.local.items()}, tr.x[k, :n])
+            p, c = class_means(feats, tr.y[k, :n], C)
+            protos.append(p)
+            counts.append(c)
+        self.client_protos, self.client_counts = torch.stack(protos), torch.stack(counts)
+        # the server hears from this round's clients only
+        sel = plan.clients
+        self.prototypes, self.have = aggregate_prototypes(self.client_protos[sel], self.client_counts[sel],
+                                                          self.weighting)
+
+    def local_models(self, fed):
+        return self.local
+
+    def local_outputs(self, fed, split):
+        C = fed.data.num_classes
+        out = torch.zeros(fed.num_clients, split.x.shape[1], C, dtype=fed.dtype, device=fed.device)
+        for k in range(fed.num_clients):
+            n = int(split.n[k])
+            if n == 0:
+                continue
+            feats = client_features(fed.model, {name: v[k] for name, v in self.local.items()}, split.x[k, :n])
+            if self.prototypes is None:
+                continue
+            out[k, :n] = nearest_prototype_logits(feats, self.prototypes, self.have).to(out.dtype)
+        return out
