@@ -81,13 +81,17 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Rep
     panels = figure_panels(sections)
     if panels and _save(report, root / "ari_over_rounds.png", write_figure, panels):
         figure = root / "ari_over_rounds.png"
+    curves_written = []
     if figures:
         for metric in sorted({r.summary.get("key_metric", "accuracy") for r in found.runs}):
             curves = figure_panels(sections, lambda r, m=metric: local_test_curve(r)
                                    if r.summary.get("key_metric", "accuracy") == m else [None])
-            if curves:
-                _save(report, root / f"learning_curves_{metric}.png", write_learning_curves, curves, metric)
+            path = root / f"learning_curves_{metric}.png"
+            if curves and _save(report, path, write_learning_curves, curves, metric):
+                curves_written.append(path)
     report.text = render(sections, listing(found), figure, fmt)
+    for path in curves_written:
+        report.text += f"\nLearning curves (local test metric by round, mean ± std over seeds; also .pdf): {path}\n"
     _save(report, root / ("report.tex" if fmt == "latex" else "report.md"), write_text, report.text)
     return report
 
