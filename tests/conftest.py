@@ -30,3 +30,29 @@ def small_cfg():
             base.append("algorithm.selection_size=6")
         return make_cfg(base + list(extra))
     return build
+
+
+# A small label-skewed image run on learnable fake Fashion-MNIST (the `fmnist_root` fixture).
+IMAGE_SKEW = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet", "partition=label_skew1",
+              "num_clusters=4", "partition.num_clients=8", "partition.samples_per_client=60",
+              "partition.test_samples_per_client=20", "train.optimizer=adam", "train.lr=0.003", "train.batch_size=20",
+              "rounds=3", "progress=false", "checkpoint_every=0", "plots=false", "partition.val_fraction=0"]
+
+
+@pytest.fixture(scope="module")
+def fmnist_root(tmp_path_factory):
+    """Learnable fake Fashion-MNIST in its on-disk layout."""
+    from fakedata import write_learnable_mnist_like
+    root = tmp_path_factory.mktemp("fmnist")
+    write_learnable_mnist_like(root / "FashionMNIST" / "raw", n_train=2000, n_test=600)
+    return root
+
+
+def softmax_grad(W, b, x, y):
+    """Gradient of the mean cross-entropy of a linear softmax model x @ W.T + b, by hand (numpy)."""
+    import numpy as np
+    logits = x @ W.T + b
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    r = p - np.eye(W.shape[0])[y]
+    return r.T @ x / len(x), r.mean(0)

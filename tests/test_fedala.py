@@ -5,18 +5,9 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import SMALL, make_cfg
+from conftest import SMALL, make_cfg, softmax_grad
 from fedcluster.algorithms.fedala import ala_weights
 from fedcluster.runner import run
-
-
-def softmax_grads(W, b, x, y):
-    """Gradient of the mean cross-entropy of a linear softmax model, by hand."""
-    logits = x @ W.T + b
-    p = np.exp(logits - logits.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    r = p - np.eye(W.shape[0])[y]
-    return r.T @ x / len(x), r.mean(0)
 
 
 def test_one_step_of_weight_learning_by_hand():
@@ -29,7 +20,7 @@ def test_one_step_of_weight_learning_by_hand():
     eta = 0.7
     ala_weights(model, "classification", local, glob, weights, ["weight", "bias"], [(x, y)], eta, converge=False)
     mixed = {k: (local[k] + 0.5 * (glob[k] - local[k])).numpy() for k in local}
-    gW, gb = softmax_grads(mixed["weight"], mixed["bias"], x.numpy(), y.numpy())
+    gW, gb = softmax_grad(mixed["weight"], mixed["bias"], x.numpy(), y.numpy())
     expect_W = np.clip(0.5 - eta * gW * (glob["weight"] - local["weight"]).numpy(), 0, 1)
     expect_b = np.clip(0.5 - eta * gb * (glob["bias"] - local["bias"]).numpy(), 0, 1)
     np.testing.assert_allclose(weights["weight"].numpy(), expect_W, rtol=1e-10)

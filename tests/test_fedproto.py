@@ -5,8 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import make_cfg
-from fakedata import write_learnable_mnist_like
+from conftest import IMAGE_SKEW, make_cfg
 from fedcluster.algorithms.fedproto import aggregate_prototypes, class_means, nearest_prototype_logits
 from fedcluster.engine.terms import PrototypePull
 from fedcluster.runner import run
@@ -50,27 +49,16 @@ def test_prototype_pull_by_hand():
     assert float(term.feature_penalty(feats, y, valid, term.data[0])) == pytest.approx(0.5 * 2 / 4)
 
 
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fmnist")
-    write_learnable_mnist_like(root / "FashionMNIST" / "raw", n_train=2000, n_test=600)
-    return root
+IMAGES = IMAGE_SKEW + ["algorithm=fedproto"]
 
 
-IMAGES = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet", "partition=label_skew1",
-          "num_clusters=4", "partition.num_clients=8", "partition.samples_per_client=60",
-          "partition.test_samples_per_client=20", "train.optimizer=adam", "train.lr=0.003", "train.batch_size=20",
-          "rounds=3", "progress=false", "checkpoint_every=0", "plots=false", "partition.val_fraction=0",
-          "algorithm=fedproto"]
-
-
-def test_fedproto_learns_a_label_skew(tmp_path, root):
-    s = run(make_cfg(IMAGES + [f"dataset.root={root}"]), tmp_path)
+def test_fedproto_learns_a_label_skew(tmp_path, fmnist_root):
+    s = run(make_cfg(IMAGES + [f"dataset.root={fmnist_root}"]), tmp_path)
     assert s["local"]["local_test_accuracy"] > 0.6
 
 
-def test_batched_and_sequential_engines_agree(tmp_path, root):
-    common = IMAGES + [f"dataset.root={root}", "rounds=2"]
+def test_batched_and_sequential_engines_agree(tmp_path, fmnist_root):
+    common = IMAGES + [f"dataset.root={fmnist_root}", "rounds=2"]
     run(make_cfg(common + ["engine=batched"]), tmp_path / "b")
     run(make_cfg(common + ["engine=sequential"]), tmp_path / "s")
     a, b = pd.read_csv(tmp_path / "b" / "metrics.csv"), pd.read_csv(tmp_path / "s" / "metrics.csv")

@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import SMALL, make_cfg
-from fakedata import write_learnable_mnist_like
+from conftest import IMAGE_SKEW, SMALL, make_cfg
 from fedcluster.algorithms.flexcfl import cosine_dissimilarity, decomposed_cosine, inter_group, shifted
 from fedcluster.algorithms.pacfl import angle_matrix, client_basis, hierarchical_clusters
 from fedcluster.runner import run
@@ -83,36 +82,26 @@ def test_migration_threshold():
     assert shifted(old, np.array([500, 0, 0, 0]), 500, 4)                 # distance 62.5 > 25
 
 
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fmnist")
-    write_learnable_mnist_like(root / "FashionMNIST" / "raw", n_train=2000, n_test=600)
-    return root
-
-
-IMAGES = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet", "partition=label_skew1",
-          "num_clusters=4", "partition.num_clients=8", "partition.samples_per_client=60",
-          "partition.test_samples_per_client=20", "train.optimizer=adam", "train.lr=0.003", "train.batch_size=20",
-          "rounds=3", "progress=false", "checkpoint_every=0", "plots=false", "partition.val_fraction=0"]
+IMAGES = IMAGE_SKEW
 
 
 @pytest.mark.parametrize("algorithm", ["pacfl", "flexcfl"])
-def test_recovers_the_clusters_of_label_skew1(tmp_path, root, algorithm):
-    s = run(make_cfg(IMAGES + [f"dataset.root={root}", f"algorithm={algorithm}"]), tmp_path)
+def test_recovers_the_clusters_of_label_skew1(tmp_path, fmnist_root, algorithm):
+    s = run(make_cfg(IMAGES + [f"dataset.root={fmnist_root}", f"algorithm={algorithm}"]), tmp_path)
     assert s["ari"] == 1.0 and s["nonempty_clusters"] == 4
     if algorithm == "pacfl":
         angles = pd.read_csv(tmp_path / "pacfl_angles.csv").to_numpy()
         assert angles.shape == (8, 8) and np.allclose(angles, angles.T)
 
 
-def test_pacfl_threshold_decides_the_number_of_clusters(tmp_path, root):
-    few = run(make_cfg(IMAGES + [f"dataset.root={root}", "algorithm=pacfl", "algorithm.threshold=180"]), tmp_path / "a")
+def test_pacfl_threshold_decides_the_number_of_clusters(tmp_path, fmnist_root):
+    few = run(make_cfg(IMAGES + [f"dataset.root={fmnist_root}", "algorithm=pacfl", "algorithm.threshold=180"]), tmp_path / "a")
     assert few["nonempty_clusters"] == 1 and few["ari"] == 0.0
 
 
-def test_flexcfl_migrates_a_client_whose_labels_change(root):
+def test_flexcfl_migrates_a_client_whose_labels_change(fmnist_root):
     from fedcluster.assemble import build
-    _, fed, alg, _ = build(make_cfg(IMAGES + [f"dataset.root={root}", "algorithm=flexcfl"]))
+    _, fed, alg, _ = build(make_cfg(IMAGES + [f"dataset.root={fmnist_root}", "algorithm=flexcfl"]))
     alg.setup(fed)
     plan = alg.plan(0, fed)
     assert len(plan.clients) == 8 and bool((alg.assignment < 0).all())        # round 1 pre-trains everyone from w0

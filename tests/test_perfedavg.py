@@ -6,19 +6,11 @@ import pytest
 import torch
 from torch.func import grad
 
-from conftest import SMALL, make_cfg
+from conftest import SMALL, make_cfg, softmax_grad
 from fedcluster.engine.local import LocalTrainer
 from fedcluster.engine.optim import build_optimizer
 from fedcluster.engine.terms import MetaStep
 from fedcluster.runner import run
-
-
-def softmax_grad(W, b, x, y):
-    logits = x @ W.T + b
-    p = np.exp(logits - logits.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    r = p - np.eye(W.shape[0])[y]
-    return r.T @ x / len(x), r.mean(0)
 
 
 @pytest.fixture
