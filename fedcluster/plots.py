@@ -158,9 +158,10 @@ def seed_band(seeds):
 
 def write_curves(path: Path, panels, ylabel: str, ylim=None) -> None:
     """panels = [(title, {label: [value per round] or [[...] per seed]})]; index t-1 of a curve
-    is round t. One line per label: the mean over the seeds that have a value in that round, and
-    a band of +-1 std where two or more do; None marks a round without a value (e.g. the CAM
-    methods' warm-up has no clustering), left out rather than drawn as 0. Up to four panels per row."""
+    is round t. One line per label through the rounds that have a value: the mean over the seeds
+    that have one, and a band of +-1 std where two or more do; None marks a round without a value
+    (not evaluated, or the CAM methods' warm-up without a clustering), left out rather than drawn
+    as 0. Up to four panels per row."""
     cols = min(len(panels), 4)
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, sharey=True)
@@ -168,12 +169,16 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None) -> None:
         longest = 1
         for label, seeds in sorted(curves.items()):
             mean, dev = seed_band(seeds)
-            x = np.arange(1, len(mean) + 1)
             longest = max(longest, len(mean))
+            # only the rounds that have a value (evaluated every eval_every rounds), joined by lines
+            keep = np.isfinite(mean)
+            x = np.arange(1, len(mean) + 1)[keep]
+            mean, dev = mean[keep], dev[keep]
             line, = ax.plot(x, mean, label=label + (f" (n={len(seeds)} seeds)" if np.isfinite(dev).any() else ""),
-                            marker="." if len(mean) <= 30 else None)
+                            marker="." if len(x) <= 30 else None)
             if np.isfinite(dev).any():
-                ax.fill_between(x, mean - dev, mean + dev, color=line.get_color(), alpha=0.2, lw=0)
+                ax.fill_between(x, mean - dev, mean + dev, where=np.isfinite(dev), color=line.get_color(), alpha=0.2,
+                                lw=0)
         ax.set_xlim(0.5, longest + 0.5)   # from round 1, so rounds without a value show as a gap
         round_axis(ax)
         ax.set_title(title, fontsize=9)

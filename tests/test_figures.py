@@ -114,3 +114,13 @@ def test_learning_curve_band_spans_the_seeds(kept, tmp_path):
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx(2.0 - np.sqrt(2)) and band.max() == pytest.approx(3.0 + np.sqrt(2))
     assert "n=2 seeds" in ax.get_legend().get_texts()[0].get_text()
+
+
+def test_curves_join_the_evaluated_rounds(kept):
+    """Runs evaluated every 10 rounds: the line goes through rounds 10, 20, 30, not through nothing."""
+    curve = [None] * 9 + [0.5] + [None] * 9 + [0.6] + [None] * 9 + [0.7]
+    plots.write_curves(plots.Path("e.png"), [("panel", {"m": [curve, [v if v is None else v + 0.1 for v in curve]]})],
+                       "y")
+    line = kept["e.png"].axes[0].lines[0]
+    assert list(line.get_xdata()) == [10, 20, 30]
+    np.testing.assert_allclose(line.get_ydata(), [0.55, 0.65, 0.75])
