@@ -64,7 +64,7 @@ def _job_pids(folder: Path):
 def test_a_preempted_submitit_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     from submitit.local.local import LocalJobEnvironment
-    rounds = ["rounds=30", "checkpoint_every=3", "seed=0"]
+    rounds = ["rounds=60", "checkpoint_every=3", "seed=0"]   # long enough to signal it before it ends, even on a loaded machine
     proc = sweep(tmp_path, "hydra/launcher=submitit_local", *rounds)
     deadline = time.time() + 240
     while not list((tmp_path / "sweep").glob("*/checkpoint.pt")):   # the run has checkpointed at least once
@@ -79,7 +79,7 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes_from_its_checkpoint(tm
     logs = "".join(p.read_text() for p in (tmp_path / "sweep" / ".submitit").rglob("*_log.out"))
     assert "this job is preempted" in logs and "Requeued job" in logs
     starts = [line for line in (job / "run.log").read_text().splitlines() if ": fedsoft, rounds " in line]
-    assert len(starts) == 2 and " rounds 1-30 " in starts[0] and " rounds 1-30 " not in starts[1]
+    assert len(starts) == 2 and " rounds 1-60 " in starts[0] and " rounds 1-60 " not in starts[1]
     assert json.loads((job / "summary.json").read_text())["status"] == "complete"
 
     straight = subprocess.run([sys.executable, "-m", "fedcluster", *TINY, *rounds, "progress=false",
