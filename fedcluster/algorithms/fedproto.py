@@ -74,7 +74,6 @@ class FedProto(Algorithm):
             raise ConfigError("algorithm=fedproto needs a classification data set (its prototypes are per class)")
         self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
         self.prototypes, self.have = None, None
-        self.client_protos, self.client_counts = None, None
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
@@ -89,17 +88,13 @@ class FedProto(Algorithm):
             self.local[k][plan.clients] = trained[k]
         tr, C = fed.data.train, fed.data.num_classes
         protos, counts = [], []
-        for k in range(fed.num_clients):
+        for k in plan.clients.tolist():   # the server hears from this round's clients only
             n = int(tr.n[k])
             feats = client_features(fed.model, {name: v[k] for name, v in self.local.items()}, tr.x[k, :n])
             p, c = class_means(feats, tr.y[k, :n], C)
             protos.append(p)
             counts.append(c)
-        self.client_protos, self.client_counts = torch.stack(protos), torch.stack(counts)
-        # the server hears from this round's clients only
-        sel = plan.clients
-        self.prototypes, self.have = aggregate_prototypes(self.client_protos[sel], self.client_counts[sel],
-                                                          self.weighting)
+        self.prototypes, self.have = aggregate_prototypes(torch.stack(protos), torch.stack(counts), self.weighting)
 
     def local_models(self, fed):
         return self.local

@@ -7,6 +7,7 @@ from ..engine.losses import per_sample_loss
 from ..engine.terms import MetaStep
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from .base import Algorithm
 from .clustered import check_choice
 from .fedavg import FedAvg
 
@@ -76,5 +77,6 @@ class PerFedAvg(FedAvg):
         return out
 
     def local_outputs(self, fed, split):
-        from ..engine.forward import outputs_paired
-        return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, fed.batched_forward)
+        """Each client's personalised model on its samples (the base rule; FedAvg's shortcut
+        through the one global model does not apply)."""
+        return Algorithm.local_outputs(self, fed, split)

@@ -44,16 +44,11 @@ def round_scalars(rows: List[dict]) -> Dict[int, Dict[str, float]]:
     return dict(out)
 
 
-def flat_params(config: dict, prefix: str = "") -> Dict[str, object]:
-    """A nested config as {"train.lr": 0.01, ...}, the form trackers store hyperparameters in."""
-    flat = {}
-    for k, v in config.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            flat.update(flat_params(v, key + "."))
-        else:
-            flat[key] = v if isinstance(v, (int, float, str, bool)) else str(v)
-    return flat
+def flat_params(config: dict) -> Dict[str, object]:
+    """A nested config as {"train.lr": 0.01, ...} (rundir.flatten), values trackers can store:
+    scalars as they are, anything else (lists, empty mappings) as text."""
+    from ..rundir import flatten
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flatten(config).items()}
 
 
 def make_loggers(node) -> List[Logger]:
