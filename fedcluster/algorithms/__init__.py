@@ -5,7 +5,7 @@ fedcluster.config) without a registration line."""
 import importlib
 import pkgutil
 
-from .base import Algorithm, Federation, RoundPlan
+from .base import Algorithm, Federation, Phase, RoundPlan
 from .cam import CAM
 from .cfl import CFL
 from .clove import CLoVE
@@ -14,6 +14,7 @@ from .ensemble import Ensemble
 from .fedala import FedALA
 from .fedavg import FedAvg, FedProx
 from .fedem import FedEM
+from .fedpac import FedPAC
 from .fedproto import FedProto
 from .fedsoft import FedSoft
 from .fesem import FeSEM
@@ -26,5 +27,5 @@ from .perfedavg import PerFedAvg
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
-           "FedEM", "FedProto", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL", "PerFedAvg"]
+__all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "Phase", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
+           "FedEM", "FedPAC", "FedProto", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL", "PerFedAvg"]

@@ -7,7 +7,7 @@ one's full-batch gradient when the plan says `local="gradient"`, and hands the r
 on every distribution's test set and `local_outputs()` (each client's own predictor) on
 every client's data."""
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -15,6 +15,18 @@ from ..engine.forward import outputs_paired
 from ..engine.terms import Term, concat_terms
 from ..models.stacked import Stack
 from .federation import Federation
+
+
+@dataclass
+class Phase:
+    """One stage of a round's local training that updates only some parameters: FedPAC's head
+    epoch with the feature extractor frozen, then the extractor's epochs with the head frozen
+    (Xu et al., ICLR 2023, Alg. 1). Each phase starts from the previous phase's parameters with
+    fresh optimizer state (the authors' and PFLlib's FedPAC build a new optimizer per phase;
+    with `keep_client_state` the state carries over), and runs its own terms."""
+    trainable: Tuple[str, ...]             # parameter names this phase updates; the others stay as they are
+    epochs: Optional[int] = None           # passes over each client's data; None: the run's train.epochs/steps
+    terms: List[Term] = field(default_factory=list)
 
 
 @dataclass
@@ -27,6 +39,9 @@ class RoundPlan:
     # over all its training samples at `start`; `aggregate` gets those gradients, CLoVE Option II)
     local: str = "train"
     parts: List["RoundPlan"] = field(default_factory=list)   # the plans this one joins (concat_plans)
+    # Local training in stages, each updating some parameters (Phase); empty: one stage that
+    # updates every parameter on `terms` for the run's epochs. A plan with phases has no `terms`.
+    phases: List[Phase] = field(default_factory=list)
 
     def term(self, kind):
         """This plan's term of type `kind`, or None."""
@@ -44,6 +59,8 @@ def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
     (Fed-CAM's two threads, ensemble members, FedEM's components)."""
     if any(p.local != "train" for p in plans):
         raise ValueError("concat_plans: only training plans can be trained together")
+    if any(p.phases for p in plans):
+        raise ValueError("concat_plans: plans trained in phases are not trained together")
     clients = torch.cat([p.clients for p in plans])
     start = {k: torch.cat([p.start[k] for p in plans]) for k in plans[0].start}
     terms = concat_terms([p.terms for p in plans], [len(p.clients) for p in plans])

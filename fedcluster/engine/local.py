@@ -17,7 +17,7 @@ from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .losses import per_sample_loss
 from .terms import Term, row_data
-from .optim import own_rows, step_rows
+from .optim import PartialUpdate, own_rows, step_rows
 from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, split_evenly
 
@@ -40,6 +40,7 @@ class LocalJob:
     schedule: Schedule
     terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py), data [M, ...]
     seed: int = 0                   # seeds each row's dropout masks (sequential engine)
+    trainable: Optional[tuple] = None   # parameter names the job updates (None: all; the rest stay fixed)
 
 
 @dataclass
@@ -149,12 +150,25 @@ class LocalTrainer:
         params = {k: stack[k] for k in self.param_names}
         return params, {k: v for k, v in stack.items() if k not in params}
 
+    def optimizer_for(self, job: "LocalJob"):
+        """The optimizer, restricted to the job's trainable parameters when it names them."""
+        if job.trainable is None:
+            return self.optimizer
+        unknown = sorted(set(job.trainable) - set(self.param_names))
+        if unknown:
+            raise ValueError(f"LocalJob.trainable names parameters the model lacks: {unknown}")
+        return PartialUpdate(self.optimizer, job.trainable)
+
     def init_state(self, stack: Stack) -> dict:
         """Optimizer state for the trainable parameters of `stack`."""
         return self.optimizer.init(self.split(stack)[0])
 
-    def schedule(self, n: torch.Tensor, width: int, g: torch.Generator) -> Schedule:
-        if self.steps:
+    def schedule(self, n: torch.Tensor, width: int, g: torch.Generator, epochs: Optional[int] = None) -> Schedule:
+        """The job's batches: `epochs` passes when given (a Phase's own length), else the
+        trainer's steps or epochs."""
+        if epochs is not None:
+            sched = epoch_schedule(n, epochs, self.batch_size, width, g)
+        elif self.steps:
             sched = step_schedule(n, self.steps, self.batch_size, g)
         else:
             sched = epoch_schedule(n, self.epochs, self.batch_size, width, g)
@@ -233,6 +247,7 @@ class LocalTrainer:
         step_grad = vmap(grad(lambda p, x, y, v, d: self.objective(p, x, y, v, terms, d), has_aux=True),
                          in_dims=(0, 0, 0, 0, tuple(0 for _ in terms)))
         params, state = own_rows(job.start, job.opt_state)
+        optimizer = self.optimizer_for(job)
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
         self._augment_on(job.schedule, device)
         log = RowLosses(M, device)
@@ -253,11 +268,11 @@ class LocalTrainer:
             p_sub = {k: v[sub] for k, v in params.items()} if few else params
             g, data_loss = step_grad(p_sub, x, job.y[rows[sub][:, None], idx], valid.to(job.x.dtype), data)
             if few:
-                step_rows(self.optimizer, params, g, state, sub, all_rows=False)
+                step_rows(optimizer, params, g, state, sub, all_rows=False)
                 log.record(sub, data_loss)
             else:
                 active = valid.any(1)
-                step_rows(self.optimizer, params, g, state, sub, all_rows=True, active=active)
+                step_rows(optimizer, params, g, state, sub, all_rows=True, active=active)
                 log.record_masked(active, data_loss)
         return log.result(params, state)
 
@@ -278,6 +293,7 @@ class LocalTrainer:
         M = len(job.rows)
         names = self.param_names
         params, state = own_rows(job.start, job.opt_state)
+        optimizer = self.optimizer_for(job)
         self._augment_on(job.schedule, device)
         counts = job.schedule.valid.sum(2)             # [M, steps] host schedule data, read without a sync
         clients = job.rows.tolist()
@@ -309,13 +325,14 @@ class LocalTrainer:
                 rows = torch.cat([take for take, _, _ in done])          # = active_rows, in order
                 grads = {k: torch.cat([g_rows[i] for _, g_rows, _ in done]) for i, k in enumerate(names)}
                 log.record(rows, torch.cat([loss for _, _, loss in done]))
-                step_rows(self.optimizer, params, grads, state, rows, all_rows=len(active_rows) == M)
+                step_rows(optimizer, params, grads, state, rows, all_rows=len(active_rows) == M)
         return log.result(params, state)
 
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
         single_grad = grad(self.objective, has_aux=True)
+        optimizer = self.optimizer_for(job)
         params, buffers = self.split({k: v.clone() for k, v in job.start.items()})
         state = take_state(job.opt_state, slice(None))
         device = job.x.device
@@ -337,7 +354,7 @@ class LocalTrainer:
                         continue
                     x, y, valid, data = batch
                     g, data_loss = single_grad({k: v[0] for k, v in p.items()}, x, y, valid, job.terms, data, b)
-                    p, s = self.optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
+                    p, s = optimizer.update(p, {k: v.unsqueeze(0) for k, v in g.items()}, s, one)
                     log.record(torch.tensor([m], device=device), data_loss.reshape(1))
             for k in params:
                 params[k][m] = p[k][0]

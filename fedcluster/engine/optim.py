@@ -81,6 +81,28 @@ def build_optimizer(name: str, **kw):
     return OPTIMIZERS[name](**kw)
 
 
+class PartialUpdate:
+    """`optimizer` applied to the parameters named in `trainable` only: the others keep their
+    values and their optimizer state (no step, no weight decay), as parameters with
+    requires_grad=False under torch.optim. The state keeps every parameter's entry, so it can
+    pass from one phase of a round to the next (algorithms/base.py Phase)."""
+
+    def __init__(self, optimizer, trainable):
+        self.inner, self.trainable = optimizer, frozenset(trainable)
+
+    def init(self, params) -> State:
+        return self.inner.init(params)
+
+    def _some(self, d: dict) -> dict:
+        return {k: v for k, v in d.items() if k in self.trainable}
+
+    def update(self, params, grads, state, active):
+        inner_state = {k: self._some(v) if isinstance(v, dict) else v for k, v in state.items()}
+        new_p, new_s = self.inner.update(self._some(params), self._some(grads), inner_state, active)
+        merged = {k: {**state[k], **v} if isinstance(v, dict) else v for k, v in new_s.items()}
+        return {**params, **new_p}, merged
+
+
 def take_state(state, index):
     """Rows `index` of an optimizer state (nested dicts of stacked tensors)."""
     if isinstance(state, dict):
