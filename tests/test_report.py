@@ -317,3 +317,15 @@ def test_a_cell_with_missing_seeds_says_how_many_it_holds():
     assert Stat.of([1.0, None, 3.0]).text() == "2.00 ± 1.4 (n=2 of 3)"
     assert Stat.of([1.0, 2.0, 3.0]).text() == "2.00 ± 1.0"
     assert Stat.of([float("nan"), 5.0]).text() == "5.00 (n=1 of 2)"
+
+
+@pytest.mark.parametrize("first", ["fedcluster.tables", "fedcluster.tables.clove", "fedcluster.report"])
+def test_the_table_and_report_packages_import_in_either_order(first):
+    """tables' paper modules import report.cells and the report reads tables: a fresh interpreter
+    importing either first must get both (it failed with a circular import from tables first)."""
+    import subprocess
+    import sys
+    code = f"import {first}; import fedcluster.report, fedcluster.tables; print(len(fedcluster.tables.TABLES))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0

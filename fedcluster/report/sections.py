@@ -1,5 +1,10 @@
 """A report's sections: the runs of one paper table (or of none), split into sub-tables by the
-config keys the table does not lay out; their CSV frames and the ARI-over-rounds figure."""
+config keys the table does not lay out; their CSV frames and the ARI-over-rounds figure.
+
+`tables` is imported as a module and read at call time: its paper modules import report.cells,
+so either package may be imported first without a circular-import error."""
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -7,7 +12,7 @@ from typing import List, Optional, Tuple
 
 import pandas as pd
 
-from ..tables import GENERIC, TABLES, Context, Spec, Table, ari_curve
+from .. import tables
 from .cells import to_csv_frame
 from .runs import Cell, Run, make_cells, matches, show, split_by, varying_keys
 
@@ -22,7 +27,7 @@ class Section:
     name: str
     title: str
     notes: List[str]
-    parts: List[Tuple[str, Table]]   # (sub-table title, table); title "" when there is one
+    parts: List[Tuple[str, tables.Table]]   # (sub-table title, table); title "" when there is one
 
 def slug(name: str) -> str:
     """A table name as a file-name part ('runs' for runs without a paper table)."""
@@ -42,28 +47,28 @@ def _key_note(consumed: List[str], split: List[str]) -> str:
 def build_section(name: str, runs: List[Run]) -> Section:
     """One table's runs -> its cells (runs differing only in seed), split into sub-tables by
     the varying keys the table does not lay out, each built by the table's function."""
-    spec: Spec = TABLES.get(name, GENERIC)
+    spec: tables.Spec = tables.TABLES.get(name, tables.GENERIC)
     varying = [k for k in varying_keys(runs) if k != "table"]
     cells = make_cells(runs, varying)
     consumed = [k for k in varying if matches(k, spec.consumes)]
     split = [k for k in varying if k not in consumed]
     parts = []
     for subtitle, members in split_by(cells, split):
-        table = spec.build(members, Context(name, consumed, spec.protocol))
+        table = spec.build(members, tables.Context(name, consumed, spec.protocol))
         table.cells, table.laid_out = members, consumed
         table.split = [(k, members[0].value(k)) for k in split]
         parts.append((subtitle, table))
     notes = [_key_note(consumed, split), STD_NOTE]
-    title = spec.title if name in TABLES or not name else f"{spec.title}; table: {name}"
+    title = spec.title if name in tables.TABLES or not name else f"{spec.title}; table: {name}"
     return Section(name, title, notes, parts)
 
 def sections_for(runs: List[Run]) -> List[Section]:
-    """Runs grouped by the `table` their preset set (paper tables first, in TABLES order)."""
+    """Runs grouped by the `table` their preset set (paper tables first, in tables.TABLES order)."""
     by_table = {}
     for r in runs:
         name = r.value("table")
         by_table.setdefault(name if isinstance(name, str) else "", []).append(r)
-    order = [n for n in TABLES if n in by_table] + sorted(n for n in by_table if n not in TABLES)
+    order = [n for n in tables.TABLES if n in by_table] + sorted(n for n in by_table if n not in tables.TABLES)
     return [build_section(n, by_table[n]) for n in order]
 
 def csv_frame(section: Section, which: int) -> Optional[pd.DataFrame]:
@@ -97,7 +102,7 @@ def figure_panels(sections: List[Section], curve=None):
     """Over-rounds panels: one per (table, sub-table, data set/partition), one line per cell, its
     seeds' curves (`curve(run)` -> [value per round, None where none]; default: the run's ARI)
     kept for the mean and band. Cells with no value at all are left out."""
-    curve = curve or (lambda run: ari_curve(run.summary))
+    curve = curve or (lambda run: tables.ari_curve(run.summary))
     panels = {}
     for section in sections:
         for subtitle, table in section.parts:
