@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import yaml
 
 from ..rundir import VOLATILE_KEYS
+from ..rundir import flatten as rundir_flatten
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -95,18 +96,9 @@ def freeze(value):
 
 
 def flatten(node, prefix: str = "") -> Dict[str, object]:
-    """{"train.lr": 0.01, ...}: nested mappings as dotted keys, so that any two configs can be
-    compared key by key (lists stay single values)."""
-    if not isinstance(node, dict):
-        return {prefix: freeze(node)}
-    out = {}
-    for k, v in node.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, key))
-        else:
-            out[key] = freeze(v)
-    return out
+    """{"train.lr": 0.01, ...}: the run directory's dotted keys (rundir.flatten) with each value
+    frozen, so that any two configs can be compared key by key."""
+    return {k: freeze(v) for k, v in rundir_flatten(node, prefix).items()}
 
 
 def identity_keys(config: dict) -> Dict[str, object]:
