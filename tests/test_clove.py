@@ -223,3 +223,17 @@ def test_cfl_keeps_the_authors_thresholds_and_offers_calibrated_ones():
     calibrated = make_cfg(["algorithm=cfl_calibrated"]).algorithm
     assert calibrated.name == "cfl_calibrated" and (calibrated.eps1, calibrated.eps2) == (0.3, 0.43)
     assert calibrated.split_after_round == 20 and make(calibrated).eps2 == 0.43
+
+
+@pytest.mark.parametrize("preset", ["images", "label_skews_3_4", "text", "text_amazon"])
+def test_comparison_presets_sweep_the_papers_twelve_methods(preset):
+    """CLoVE's Tables 1-3 and 7 have twelve rows; each comparison preset sweeps exactly those methods,
+    each has its config, and the report module holds the paper's number for each row."""
+    from omegaconf import OmegaConf
+    from conftest import CONF
+    from fedcluster.tables.clove import CLOVE_ACCURACY, CLOVE_METHODS
+    swept = str(OmegaConf.load(CONF / "preset" / "clove" / f"{preset}.yaml").hydra.sweeper.params.algorithm).split(",")
+    assert len(CLOVE_METHODS) == 12 and sorted(swept) == sorted(CLOVE_METHODS)
+    assert all((CONF / "algorithm" / f"{m}.yaml").exists() for m in swept)
+    for mixing in ("label_skew1", "concept_shift", "label_skew2", "feature_skew", "label_skew3", "label_skew4"):
+        assert {m for m, d in CLOVE_ACCURACY[mixing] if d == "fashion_mnist"} == set(CLOVE_METHODS)
