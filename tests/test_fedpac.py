@@ -201,3 +201,23 @@ def test_a_model_without_layers_below_the_head_is_refused(tmp_path, fmnist_root)
     with pytest.raises(ConfigError, match="layers below its head"):
         run(make_cfg(IMAGES + [f"dataset.root={fmnist_root}", "model=mlp", "model.hidden=[]"]), tmp_path / "r")
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+@pytest.mark.parametrize("engine", ["batched", "looped", "sequential"])
+def test_freezing_does_not_change_the_trained_parameters_gradient(engine):
+    """One optimizer step: the head after a head-only step equals the head after a step of every
+    parameter (the frozen extractor is cut out of the backward pass, not out of the forward)."""
+    torch.manual_seed(1)
+    N, n = 2, 6
+    x, y = torch.randn(N, n, 1, 28, 28), torch.randint(0, 10, (N, n))
+    trainer = LocalTrainer(LENET(), "classification", SGD(lr=0.5), epochs=1, batch_size=n)
+    start = init_stack(LENET, N, 2, torch.device("cpu"), torch.float32)
+    head = tuple(head_names(LENET()))
+    out = {}
+    for trainable in (head, None):
+        sched = trainer.schedule(torch.full((N,), n), n, torch.Generator().manual_seed(0))
+        job = LocalJob(x, y, torch.arange(N), start, trainer.init_state(start), sched, [], trainable=trainable)
+        out[trainable] = trainer.train(job, engine).params
+    for k in head:
+        assert not torch.equal(out[head][k], start[k])
+        torch.testing.assert_close(out[head][k], out[None][k])

@@ -159,6 +159,16 @@ class LocalTrainer:
             raise ValueError(f"LocalJob.trainable names parameters the model lacks: {unknown}")
         return PartialUpdate(self.optimizer, job.trainable)
 
+    @staticmethod
+    def frozen_cut(job: "LocalJob"):
+        """params -> params with the job's frozen parameters detached: the backward pass then
+        stops where only frozen parameters lie below (FedPAC's head phase differentiates the last
+        layer only, not the feature extractor). The trainable parameters' gradients are unchanged."""
+        if job.trainable is None:
+            return lambda params: params
+        keep = frozenset(job.trainable)
+        return lambda params: {k: v if k in keep else v.detach() for k, v in params.items()}
+
     def init_state(self, stack: Stack) -> dict:
         """Optimizer state for the trainable parameters of `stack`."""
         return self.optimizer.init(self.split(stack)[0])
@@ -244,7 +254,8 @@ class LocalTrainer:
         rows = job.rows.to(device)
         M = len(rows)
         terms = job.terms
-        step_grad = vmap(grad(lambda p, x, y, v, d: self.objective(p, x, y, v, terms, d), has_aux=True),
+        cut = self.frozen_cut(job)
+        step_grad = vmap(grad(lambda p, x, y, v, d: self.objective(cut(p), x, y, v, terms, d), has_aux=True),
                          in_dims=(0, 0, 0, 0, tuple(0 for _ in terms)))
         params, state = own_rows(job.start, job.opt_state)
         optimizer = self.optimizer_for(job)
@@ -292,6 +303,8 @@ class LocalTrainer:
         device = job.x.device
         M = len(job.rows)
         names = self.param_names
+        trained = frozenset(names if job.trainable is None else job.trainable)   # frozen leaves need no gradient
+        trained_names = [k for k in names if k in trained]
         params, state = own_rows(job.start, job.opt_state)
         optimizer = self.optimizer_for(job)
         self._augment_on(job.schedule, device)
@@ -303,7 +316,7 @@ class LocalTrainer:
             """Forward and backward of rows `rows_g` at `step`: (their gradients, their data losses)."""
             model = own_module(self.model)
             take = torch.tensor(rows_g, device=device)
-            leaves = {k: params[k].index_select(0, take).requires_grad_() for k in names}
+            leaves = {k: params[k].index_select(0, take).requires_grad_(k in trained) for k in names}
             per_row = {k: leaves[k].unbind(0) for k in names}
             total, losses = 0.0, []
             for j, m in enumerate(rows_g):
@@ -312,8 +325,10 @@ class LocalTrainer:
                                                 job.terms, data, model=model)
                 total = total + obj
                 losses.append(data_loss.detach())
-            grads = torch.autograd.grad(total, [leaves[k] for k in names], allow_unused=True)
-            return take, [torch.zeros_like(leaves[k]) if g is None else g for k, g in zip(names, grads)], torch.stack(losses)
+            grads = dict(zip(trained_names, torch.autograd.grad(total, [leaves[k] for k in trained_names],
+                                                                allow_unused=True)))
+            return take, [torch.zeros_like(leaves[k]) if grads.get(k) is None else grads[k] for k in names], \
+                torch.stack(losses)
 
         with cpu_workers(device) as workers:
             for step in range(counts.shape[1]):
@@ -331,7 +346,8 @@ class LocalTrainer:
     # -- sequential reference: one row at a time, plain autograd on its own batches ----------
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
-        single_grad = grad(self.objective, has_aux=True)
+        cut = self.frozen_cut(job)
+        single_grad = grad(lambda p, *rest: self.objective(cut(p), *rest), has_aux=True)
         optimizer = self.optimizer_for(job)
         params, buffers = self.split({k: v.clone() for k, v in job.start.items()})
         state = take_state(job.opt_state, slice(None))
