@@ -221,3 +221,24 @@ def test_freezing_does_not_change_the_trained_parameters_gradient(engine):
     for k in head:
         assert not torch.equal(out[head][k], start[k])
         torch.testing.assert_close(out[head][k], out[None][k])
+
+
+def test_a_stopped_run_resumes_to_the_same_metrics(tmp_path, fmnist_root, monkeypatch):
+    """FedPAC's state (local models, centroids) goes through the checkpoint."""
+    from fedcluster.algorithms.fedpac import FedPAC
+    overrides = IMAGES + [f"dataset.root={fmnist_root}", "rounds=4", "checkpoint_every=2"]
+    run(make_cfg(overrides), tmp_path / "whole")
+    original = FedPAC.aggregate
+
+    def dies_in_round_4(self, t, *args):
+        if t == 3:
+            raise KeyboardInterrupt
+        return original(self, t, *args)
+    monkeypatch.setattr(FedPAC, "aggregate", dies_in_round_4)
+    from fedcluster.errors import RunInterrupted
+    with pytest.raises(RunInterrupted):
+        run(make_cfg(overrides), tmp_path / "resumed")
+    monkeypatch.setattr(FedPAC, "aggregate", original)
+    run(make_cfg(overrides), tmp_path / "resumed")
+    a, b = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("whole", "resumed"))
+    pd.testing.assert_frame_equal(a, b)
