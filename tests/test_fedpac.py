@@ -242,3 +242,11 @@ def test_a_stopped_run_resumes_to_the_same_metrics(tmp_path, fmnist_root, monkey
     run(make_cfg(overrides), tmp_path / "resumed")
     a, b = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("whole", "resumed"))
     pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("key, value", [("lam", -1.0), ("head_epochs", -2), ("eps", 1.5), ("client_fraction", 0.0)])
+def test_bad_settings_are_one_line_naming_the_key(key, value):
+    from fedcluster.algorithms.fedpac import FedPAC
+    from fedcluster.errors import ConfigError
+    with pytest.raises(ConfigError, match=rf"^algorithm\.{key}={value} is out of range; allowed: "):
+        FedPAC(**{key: value})

@@ -119,9 +119,13 @@ class FedPAC(Algorithm):
     def __init__(self, lam: float = 1.0, head_epochs: Optional[int] = 1, weighting: str = "clients",
                  eps: float = 1e-3, client_fraction: float = 1.0):
         check_choice("weighting", weighting, WEIGHTINGS)
-        if lam < 0 or (head_epochs is not None and head_epochs < 0) or not 0 <= eps < 1 or not 0 < client_fraction <= 1:
-            raise ConfigError(f"FedPAC needs lam >= 0, head_epochs >= 0, 0 <= eps < 1 and 0 < client_fraction <= 1; "
-                              f"got {lam}, {head_epochs}, {eps}, {client_fraction}")
+        for key, value, ok, allowed in (("lam", lam, lam >= 0, ">= 0"),
+                                        ("head_epochs", head_epochs, head_epochs is None or head_epochs >= 0,
+                                         ">= 0 or null"),
+                                        ("eps", eps, 0 <= eps < 1, "in [0, 1)"),
+                                        ("client_fraction", client_fraction, 0 < client_fraction <= 1, "in (0, 1]")):
+            if not ok:
+                raise ConfigError(f"algorithm.{key}={value} is out of range; allowed: {allowed}")
         self.lam, self.head_epochs, self.weighting = lam, head_epochs, weighting
         self.eps, self.client_fraction = eps, client_fraction
 
