@@ -21,7 +21,7 @@ from .federation import Federation
 class Phase:
     """One stage of a round's local training that updates only some parameters: FedPAC's head
     epoch with the feature extractor frozen, then the extractor's epochs with the head frozen
-    (Xu et al., ICLR 2023, Alg. 1). Each phase starts from the previous phase's parameters with
+    (Xu et al., ICLR 2023; the authors' methods/fedpac.py local_training). Each phase starts from the previous phase's parameters with
     fresh optimizer state (the authors' and PFLlib's FedPAC build a new optimizer per phase;
     with `keep_client_state` the state carries over), and runs its own terms."""
     trainable: Tuple[str, ...]             # parameter names this phase updates; the others stay as they are
