@@ -29,7 +29,7 @@ def head_names(model: torch.nn.Module) -> List[str]:
 
 
 def feature_statistics(feats: torch.Tensor, y: torch.Tensor, num_classes: int) -> Tuple[float, torch.Tensor]:
-    """A client's statistics for the classifier collaboration (FedPAC §4.2), computed as the
+    """A client's statistics for FedPAC's classifier collaboration, computed as the
     authors' code does (JianXu95/FedPAC methods/fedpac.py statistics_extraction; PFLlib's
     clientpac.py has the same): with p_k the client's share of class k, mu_k the mean feature of
     its class-k samples and E_k the mean squared feature norm of those samples,
