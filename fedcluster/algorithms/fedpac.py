@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..models.stacked import repeat
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .clustered import check_choice
-from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, client_features
+from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
 
 
 def head_names(model: torch.nn.Module) -> List[str]:
@@ -150,22 +150,15 @@ class FedPAC(Algorithm):
             [Phase(tuple(self._body), None, pull)]
         return RoundPlan(clients, repeat(self.local, clients), phases=phases)
 
-    def _client_stats(self, fed, params, clients):
-        """Per client: features of its training data under `params` (row j: client clients[j])."""
-        tr = fed.data.train
-        for j, k in enumerate(clients.tolist()):
-            n = int(tr.n[k])
-            yield k, client_features(fed.model, {name: v[j] for name, v in params.items()}, tr.x[k, :n]), tr.y[k, :n]
-
     def aggregate(self, t, plan, trained, fed):
         C = fed.data.num_classes
         V, H = [], []
-        for _, feats, y in self._client_stats(fed, plan.start, plan.clients):
+        for _, feats, y in round_features(fed, plan.start, plan.clients):
             v, h = feature_statistics(feats, y, C)
             V.append(v)
             H.append(h)
         protos, counts = [], []
-        for _, feats, y in self._client_stats(fed, trained, plan.clients):
+        for _, feats, y in round_features(fed, trained, plan.clients):
             p, c = class_means(feats, y, C)
             protos.append(p)
             counts.append(c)

@@ -21,6 +21,16 @@ def client_features(model, params: dict, x: torch.Tensor) -> torch.Tensor:
         return functional_call(model, params, (x,), {"with_features": True})[1]
 
 
+def round_features(fed, params: dict, clients: torch.Tensor):
+    """(client, [n, D] features, [n] labels) of each round client's training samples, row j of
+    `params` being client clients[j]'s model: what the server hears from the round's clients
+    (FedProto's prototypes, FedPAC's statistics and centroids)."""
+    tr = fed.data.train
+    for j, k in enumerate(clients.tolist()):
+        n = int(tr.n[k])
+        yield k, client_features(fed.model, {name: v[j] for name, v in params.items()}, tr.x[k, :n]), tr.y[k, :n]
+
+
 def class_means(feats: torch.Tensor, y: torch.Tensor, C: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """([C, D] mean feature per class, [C] sample counts); zero rows for absent classes."""
     counts = torch.bincount(y.long(), minlength=C)[:C].to(feats.dtype)
@@ -86,12 +96,10 @@ class FedProto(Algorithm):
     def aggregate(self, t, plan, trained, fed):
         for k in self.local:
             self.local[k][plan.clients] = trained[k]
-        tr, C = fed.data.train, fed.data.num_classes
+        C = fed.data.num_classes
         protos, counts = [], []
-        for k in plan.clients.tolist():   # the server hears from this round's clients only
-            n = int(tr.n[k])
-            feats = client_features(fed.model, {name: v[k] for name, v in self.local.items()}, tr.x[k, :n])
-            p, c = class_means(feats, tr.y[k, :n], C)
+        for _, feats, y in round_features(fed, trained, plan.clients):   # this round's clients only
+            p, c = class_means(feats, y, C)
             protos.append(p)
             counts.append(c)
         self.prototypes, self.have = aggregate_prototypes(torch.stack(protos), torch.stack(counts), self.weighting)
