@@ -64,3 +64,29 @@ def test_batched_and_sequential_engines_agree(tmp_path, fmnist_root):
     a, b = pd.read_csv(tmp_path / "b" / "metrics.csv"), pd.read_csv(tmp_path / "s" / "metrics.csv")
     pd.testing.assert_frame_equal(a.drop(columns=["value", "run_id"]), b.drop(columns=["value", "run_id"]))
     np.testing.assert_allclose(a["value"], b["value"], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_paired_features_are_each_clients_own_forward(batched):
+    """round_features and FedProto's prediction read features from one paired pass
+    (outputs_paired(..., features=True)); it must give, for each listed client, exactly its own
+    model's features of its own real samples (and, looped, zeros at padding)."""
+    from torch.func import functional_call
+    from fedcluster.engine.forward import outputs_paired
+    from fedcluster.models.cnn import LeNetCNN
+    torch.manual_seed(0)
+    model = LeNetCNN((1, 28, 28), 10)
+    models = [LeNetCNN((1, 28, 28), 10) for _ in range(3)]
+    params = {k: torch.stack([dict(m.named_parameters())[k].detach() for m in models]) for k, _ in model.named_parameters()}
+    x = torch.randn(5, 7, 1, 28, 28)
+    n = torch.tensor([7, 0, 3, 5, 1])
+    rows = torch.tensor([4, 0, 2])                      # params row j serves client rows[j]
+    feats = outputs_paired(model, params, x, n, batched, rows=rows, features=True)
+    for j, k in enumerate(rows.tolist()):
+        want = functional_call(model, {name: v[j] for name, v in params.items()}, (x[k, :n[k]],),
+                               {"with_features": True})[1]
+        torch.testing.assert_close(feats[j, :n[k]], want.detach(), rtol=1e-5, atol=1e-5)
+        if not batched:
+            assert feats[j, n[k]:].abs().sum() == 0
+    logits = outputs_paired(model, params, x, n, batched, rows=rows)
+    assert logits.shape[-1] == 10 and feats.shape[-1] != 10

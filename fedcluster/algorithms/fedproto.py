@@ -4,8 +4,8 @@ nearest global prototype."""
 from typing import Tuple
 
 import torch
-from torch.func import functional_call
 
+from ..engine.forward import outputs_paired
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
 from ..models.stacked import repeat
@@ -15,20 +15,16 @@ from .clustered import check_choice
 WEIGHTINGS = ("clients", "samples")
 
 
-def client_features(model, params: dict, x: torch.Tensor) -> torch.Tensor:
-    """[n, D] the model's features (the input of its last layer) of samples x."""
-    with torch.no_grad():
-        return functional_call(model, params, (x,), {"with_features": True})[1]
-
-
 def round_features(fed, params: dict, clients: torch.Tensor):
     """(client, [n, D] features, [n] labels) of each round client's training samples, row j of
     `params` being client clients[j]'s model: what the server hears from the round's clients
-    (FedProto's prototypes, FedPAC's statistics and centroids)."""
+    (FedProto's prototypes, FedPAC's statistics and centroids). All clients' features come from
+    one paired forward pass (engine/forward.py: threads on CPU, vmap on GPU), models in eval mode."""
     tr = fed.data.train
-    for j, k in enumerate(clients.tolist()):
-        n = int(tr.n[k])
-        yield k, client_features(fed.model, {name: v[j] for name, v in params.items()}, tr.x[k, :n]), tr.y[k, :n]
+    feats = outputs_paired(fed.model, params, tr.x, tr.n, fed.batched_forward, rows=clients, features=True)
+    sizes = tr.n[clients].tolist()
+    for j, (k, n) in enumerate(zip(clients.tolist(), sizes)):
+        yield k, feats[j, :n], tr.y[k, :n]
 
 
 def class_means(feats: torch.Tensor, y: torch.Tensor, C: int) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -110,12 +106,10 @@ class FedProto(Algorithm):
     def local_outputs(self, fed, split):
         C = fed.data.num_classes
         out = torch.zeros(fed.num_clients, split.x.shape[1], C, dtype=fed.dtype, device=fed.device)
-        for k in range(fed.num_clients):
-            n = int(split.n[k])
-            if n == 0:
-                continue
-            feats = client_features(fed.model, {name: v[k] for name, v in self.local.items()}, split.x[k, :n])
-            if self.prototypes is None:
-                continue
-            out[k, :n] = nearest_prototype_logits(feats, self.prototypes, self.have).to(out.dtype)
+        if self.prototypes is None:
+            return out
+        feats = outputs_paired(fed.model, self.local, split.x, split.n, fed.batched_forward, features=True)
+        for k, n in enumerate(split.n.tolist()):
+            if n:
+                out[k, :n] = nearest_prototype_logits(feats[k, :n], self.prototypes, self.have).to(out.dtype)
         return out

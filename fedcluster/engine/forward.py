@@ -83,7 +83,9 @@ class _Chunks(torch.nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, x, slices, fn):
+    def forward(self, x, slices, fn, features: bool = False):
+        if features:
+            return torch.cat([fn(full_precision(self.net(x[s], with_features=True)[1]), s) for s in slices])
         return torch.cat([fn(full_precision(self.net(x[s])), s) for s in slices])
 
 
@@ -123,15 +125,20 @@ def outputs_on_clients(model, params: Stack, x: torch.Tensor, mask: torch.Tensor
 
 @in_eval_mode
 def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batched: bool,
-                   rows: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Model m on its own client's inputs x[rows[m]] (rows: default 0..M-1): [M, Nmax, ...],
-    zeros at padding. `batched` runs all models at once under vmap over the padded data (the
-    GPU's formulation), else a loop over each client's real samples, chunked."""
+                   rows: Optional[torch.Tensor] = None, features: bool = False) -> torch.Tensor:
+    """Model m on its own client's inputs x[rows[m]] (rows: default 0..M-1): [M, Nmax, ...].
+    Only the first n[rows[m]] positions of row m are meant to be read: the looped formulation
+    leaves zeros at padding, the batched one the outputs of the padded inputs. `batched` runs all models at once under vmap over the padded data (the
+    GPU's formulation), else a loop over each client's real samples, chunked and spread over
+    the CPU threads. `features`: the models' features (the input of the last layer,
+    `model(x, with_features=True)[1]`) instead of their outputs."""
     if rows is None:
         rows = torch.arange(next(iter(params.values())).shape[0])
+    kwargs = {"with_features": True} if features else {}
     with torch.inference_mode(), autocast():
         if batched:
-            out = vmap(lambda p, xm: functional_call(model, p, (xm,)))(params, x[rows.to(x.device)])
+            out = vmap(lambda p, xm: functional_call(model, p, (xm,), kwargs))(params, x[rows.to(x.device)])
+            out = out[1] if features else out
             return _normal(full_precision(out))
         step = chunk_size(model, x[0])
         sizes = n[rows.to(n.device)].tolist()          # one read of the sizes, not one per client
@@ -142,7 +149,7 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
             xs = x[client_row, :max(n_m, 1)]
             slices = [slice(i, min(i + step, len(xs))) for i in range(0, len(xs), step)]
             with torch.inference_mode(), autocast():
-                out = functional_call(_Chunks(own_module(model)), p, (xs, slices, lambda o, s: o))
+                out = functional_call(_Chunks(own_module(model)), p, (xs, slices, lambda o, s: o, features))
                 full = out.new_zeros(x.shape[1], *out.shape[1:])
                 full[:n_m] = out[:n_m]
             return full
