@@ -329,3 +329,20 @@ def test_the_table_and_report_packages_import_in_either_order(first):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) > 0
+
+
+def test_a_folder_of_links_gathers_seeds_from_two_sweeps_once_each(tmp_path):
+    """Seeds run in separate sweeps are combined by linking their run folders into one folder;
+    a run linked twice, or a link back to the folder itself, adds nothing and cannot loop."""
+    make_run(tmp_path / "sweep_s0" / "run", 0)
+    make_run(tmp_path / "sweep_s1" / "run", 1)
+    combined = tmp_path / "combined"
+    combined.mkdir()
+    (combined / "s0").symlink_to(tmp_path / "sweep_s0" / "run", target_is_directory=True)
+    (combined / "s1").symlink_to(tmp_path / "sweep_s1" / "run", target_is_directory=True)
+    (combined / "s1_again").symlink_to(tmp_path / "sweep_s1", target_is_directory=True)
+    (combined / "loop").symlink_to(combined, target_is_directory=True)
+    build_report(combined)
+    frame = _csv(combined)
+    assert frame["seeds"].tolist() == [2]
+    assert frame["local test mse n"].tolist() == [2]

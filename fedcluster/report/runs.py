@@ -239,11 +239,22 @@ def _load_unfinished(path: Path, names, found: Found) -> None:
 
 
 def discover(root: Path) -> Found:
-    """Walk `root` (not following links, not entering hidden directories) and sort what is
-    there into usable runs, skipped runs and foreign files. Unreadable folders are passed by."""
+    """Walk `root` (not entering hidden directories) and sort what is there into usable runs,
+    skipped runs and foreign files. Unreadable folders are passed by.
+
+    Links to directories are followed, so a folder of links can gather the seeds of several
+    sweeps into one table (`ln -s ../sweep_s1/<run> ...`); each real directory is read once,
+    so a run reached by two paths counts once and a link back up the tree cannot loop."""
     found = Found()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+    seen = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS
+                             and os.path.realpath(os.path.join(dirpath, d)) not in seen)
         path = Path(dirpath)
         if SUMMARY_FILE in filenames:
             _load_summary(path, filenames, found)
