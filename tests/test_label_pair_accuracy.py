@@ -1,0 +1,60 @@
+"""scripts/label_pair_accuracy.py: rebuilds a finished n-class run's partition from its
+config.yaml and splits the final per-client accuracy by whether a client's two classes are
+of one kind (the explanation of the n-class K = 5 seed spread in the Fed-CAM Table 1 report)."""
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedcluster.runner import run
+
+from conftest import make_cfg
+from fakedata import write_mnist_like
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def script():
+    spec = importlib.util.spec_from_file_location("label_pair_accuracy", ROOT / "scripts" / "label_pair_accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def nclass_run(tmp_path):
+    write_mnist_like(tmp_path / "data" / "FashionMNIST" / "raw", n_train=600, n_test=200)
+    cfg = make_cfg(["+preset=cam/table1", f"dataset.root={tmp_path / 'data'}", "partition=cluster_nclass",
+                    "algorithm=fedavg", "partition.num_clients=20", "rounds=2", "warmup_rounds=1", "eval_every=1",
+                    "progress=false", "checkpoint_every=0", "num_clusters=2", "seed=3"])
+    out = tmp_path / "run"
+    run(cfg, str(out))
+    return cfg, out
+
+
+def test_split_matches_the_runs_partition_and_its_final_accuracies(script, nclass_run):
+    cfg, out = nclass_run
+    sets = script.client_label_sets(cfg)
+    assert len(sets) == 20 and all(1 <= len(s) <= 2 for s in sets)   # n-class: two classes per client
+    r = script.same_kind_split(out)
+    expected_same = [len(s) > 1 and (s <= {0, 2, 3, 4, 6} or s <= {5, 7, 9}) for s in sets]
+    assert r["same_kind"] == sum(expected_same) and r["clients"] == 20 and r["seed"] == 3
+    m = pd.read_csv(out / "metrics.csv")
+    last = m[(m.model == "local") & (m.metric == "accuracy") & (m.eval_set == "local_test")
+             & (m["round"] == m["round"].max())].sort_values("model_index").value.to_numpy()
+    same = pd.Series(expected_same).to_numpy()
+    if same.any():
+        assert r["acc_same_kind"] == pytest.approx(last[same].mean())
+    assert r["acc_others"] == pytest.approx(last[~same].mean())
+
+
+def test_another_seed_gives_counts_only_of_that_seeds_partition(script, nclass_run, capsys):
+    cfg, out = nclass_run
+    r = script.same_kind_split(out, seed=4)
+    assert r["seed"] == 4 and "acc_same_kind" not in r
+    cfg.seed = 4
+    assert r["pairs"][0][1] == max(pd.Series([tuple(sorted(s)) for s in script.client_label_sets(cfg)]).value_counts())
+    script.main([str(out), "--seed", "4"])
+    assert f"seed 4: {r['same_kind']} of 20 clients" in capsys.readouterr().out
