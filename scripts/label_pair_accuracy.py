@@ -12,6 +12,8 @@ instead, counts only, since the run's metrics belong to its own seed).
 """
 import argparse
 import collections
+import sys
+from pathlib import Path
 
 import pandas as pd
 from omegaconf import OmegaConf
@@ -47,11 +49,29 @@ def same_kind_split(run_dir, seed=None):
     return out
 
 
+def refuse(message):
+    print(f"label_pair_accuracy: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_run(run_dir):
+    """Refuse, in one line, a directory that is not a Fashion-MNIST run directory (SAME_KIND names
+    Fashion-MNIST's classes), before anything is printed for it."""
+    config = Path(run_dir) / "config.yaml"
+    if not config.is_file():
+        refuse(f"{run_dir}: no config.yaml there; pass a run directory (one with config.yaml and metrics.csv)")
+    name = OmegaConf.load(config).dataset.name
+    if name != "fashion_mnist":
+        refuse(f"{run_dir}: dataset.name={name!r}; the same-kind classes are defined for 'fashion_mnist' only")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dirs", nargs="+")
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args(argv)
+    for run in args.run_dirs:
+        check_run(run)
     for run in args.run_dirs:
         r = same_kind_split(run, args.seed)
         line = f"{run}\n  seed {r['seed']}: {r['same_kind']} of {r['clients']} clients hold two same-kind classes"
