@@ -1,4 +1,4 @@
 """`python -m fedcluster ...` is the `fedcluster` command."""
-from .cli import main
+from .entry import main
 
 main()

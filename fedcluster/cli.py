@@ -17,8 +17,9 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from . import signals
 from .config import register_schemas
-from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunInterrupted
+from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 
 _FAILED: List[str] = []          # multirun: jobs that ended with a user error (the sweep goes on)
 _UNIQUE = secrets.token_hex(2)   # this process's run-directory suffix: two starts in one second never share one
@@ -60,7 +61,7 @@ def user_error(e: BaseException):
     """The ConfigError/DataNotFoundError/NonFiniteLossError behind e (hydra wraps errors
     raised while instantiating), or None."""
     while e is not None:
-        if isinstance(e, (ConfigError, DataNotFoundError, NonFiniteLossError)):
+        if isinstance(e, (ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, WriteFailed)):
             return e
         e = e.__cause__ or e.__context__
     return None
@@ -75,10 +76,12 @@ class RunDirGuard(Callback):
     """Checks that must come before Hydra creates the output directory."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        from .composition import check_declared
         from .rundir import check_place
         from .validate import validate
         try:
             validate(config)   # validate() leaves out the hydra node
+            check_declared(config)
             check_place(config.hydra.run.dir)
         except ConfigError as e:
             _fail(str(e))
@@ -103,14 +106,6 @@ def _write_hydra_files(out: Path) -> None:
     write_text(out / ".hydra" / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})))
 
 
-def _remove_if_empty(out) -> None:
-    """A refused start leaves no trace: Hydra created the directory before the checks ran."""
-    try:
-        Path(out).rmdir()   # only succeeds on an empty directory
-    except OSError:
-        pass
-
-
 def objective_value(cfg: DictConfig, summary: dict):
     """The sweep's objective: a mean over clients of a validation metric (summary["local"]), so that
     hyperparameter search never reads test data; None when the run has no validation split."""
@@ -120,26 +115,38 @@ def objective_value(cfg: DictConfig, summary: dict):
 
 
 def _task(cfg: DictConfig):
+    from .rundir import adopt_if_empty, discard_created
     from .runner import run
     hc = HydraConfig.get()
     out = hc.runtime.output_dir
     multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:
+        adopt_if_empty(out)   # Hydra created the job's directory: a refused job removes it again
     try:
         summary = run(cfg, out, on_claimed=_write_hydra_files)
     except RunInterrupted as e:
         resume = (f"resumes from the checkpoint after round {e.checkpoint_round}" if e.checkpoint_round
                   else f"starts it over (no checkpoint yet; checkpoint_every={cfg.checkpoint_every})")
-        print(f"fedcluster: interrupted after {e.rounds_done} of {e.rounds} rounds; the same command with "
+        how = "" if e.signum == 2 else f" by {signals.signal_name(e.signum)}"
+        print(f"fedcluster: interrupted{how} after {e.rounds_done} of {e.rounds} rounds; the same command with "
               f"hydra.run.dir={out} {resume}", file=sys.stderr)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        print("fedcluster: interrupted before training started; nothing to resume", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(signals.exit_code(e))
+    except KeyboardInterrupt as e:
+        discard_created(out)
+        how = "" if signals.exit_code(e) == 130 else f" by {signals.signal_name(e.signum)}"
+        print(f"fedcluster: interrupted{how} before training started; nothing to resume", file=sys.stderr)
+        sys.exit(signals.exit_code(e))
     except Exception as e:   # noqa: BLE001 -- user errors become one line, the rest propagate
         cause = user_error(e)
         if cause is None:
             raise
-        _remove_if_empty(out)
+        discard_created(out)
+        if isinstance(cause, (RunFault, WriteFailed)):   # a fault of the machine, not of the input: exit 1
+            if multirun:
+                print(f"fedcluster: error: {out}: {cause}", file=sys.stderr)
+                _FAILED.append(f"{Path(out).name}: {str(cause).splitlines()[0][:120]}")
+                return None
+            _fail(str(cause), code=1)
         if multirun:   # one bad job (e.g. a diverging learning rate of a grid) does not stop the sweep
             print(f"fedcluster: error: {out}: {cause}", file=sys.stderr)
             _FAILED.append(f"{Path(out).name}: {str(cause).splitlines()[0][:120]}")
@@ -187,20 +194,51 @@ def help_text(conf: Path) -> str:
     return "\n".join(lines)
 
 
+def _one_line_composition_errors(conf: Path) -> None:
+    """Hydra's composition errors (wrong type, unknown key or option, an unparsable argument) as
+    one line and exit 2, like every other bad input; HYDRA_FULL_ERROR=1 keeps Hydra's trace.
+    Hydra routes every error through hydra._internal.utils.run_and_report; errors raised while a
+    job runs (inside `_task`) are left to it."""
+    import traceback
+    import hydra._internal.utils as hydra_utils
+    from .composition import one_line
+    original = getattr(hydra_utils.run_and_report, "__wrapped__", hydra_utils.run_and_report)
+
+    def run_and_report(func):
+        try:
+            return func()
+        except Exception as e:   # noqa: BLE001 -- reported in one line or handed back to Hydra
+            in_job = any(frame.name == "_task" for frame in traceback.extract_tb(e.__traceback__))
+            line = None if (in_job or os.environ.get("HYDRA_FULL_ERROR") == "1") else one_line(e, conf)
+            if line is not None:
+                _fail(line)
+
+            def again():
+                raise e
+            return original(again)
+
+    run_and_report.__wrapped__ = original
+    hydra_utils.run_and_report = run_and_report
+
+
 def main() -> None:
+    signals.install()
     if "--help" in sys.argv[1:] or "-h" in sys.argv[1:]:
         try:
             print(help_text(config_dir()), flush=True)
         except BrokenPipeError:   # `fedcluster --help | head`
             sys.stderr.close()
         return
-    register_schemas()
-    register_resolvers()
     try:
-        hydra.main(config_path=str(config_dir()), config_name="config", version_base="1.3")(_task)()
-    except KeyboardInterrupt:   # before or between jobs (composing the config, launching)
-        print("fedcluster: interrupted", file=sys.stderr)
-        sys.exit(130)
+        register_schemas()
+        register_resolvers()
+        conf = config_dir()
+        _one_line_composition_errors(conf)
+        hydra.main(config_path=str(conf), config_name="config", version_base="1.3")(_task)()
+    except KeyboardInterrupt as e:   # before or between jobs (composing the config, launching)
+        how = "" if signals.exit_code(e) == 130 else f" by {signals.signal_name(e.signum)}"
+        print(f"fedcluster: interrupted{how} before a run started; nothing was written", file=sys.stderr)
+        sys.exit(signals.exit_code(e))
 
 
 if __name__ == "__main__":

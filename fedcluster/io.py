@@ -1,4 +1,9 @@
-"""Atomic writes: a result file is either the old complete version or the new complete one."""
+"""Atomic writes: a result file is either the old complete version or the new complete one.
+
+A write that fails (disk full, read-only file system, no permission) raises `WriteFailed` naming
+the file and the reason, with the old version in place; a stop signal during a write waits for
+the write to finish (signals.deferred)."""
+import io
 import json
 import os
 import tempfile
@@ -6,6 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+
+from .errors import WriteFailed
+from .signals import deferred
 
 
 def _umask() -> int:
@@ -37,19 +45,33 @@ def _atomic(path: Path, write) -> None:
     the umask: readable by collaborators, unlike mkstemp's 0600), flush it to disk, then
     rename it over `path`: readers see the old complete file or the new one, even after a crash."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())
-        write(tmp)
-        _fsync(tmp)
-        os.replace(tmp, path)
-        _fsync(path.parent, directory=True)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with deferred():
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            os.close(fd)
+            os.chmod(tmp, 0o666 & ~_umask())
+            write(tmp)
+            _fsync(tmp)
+            os.replace(tmp, path)
+            _fsync(path.parent, directory=True)
+        except BaseException as e:
+            if tmp is not None and os.path.exists(tmp):
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            if isinstance(e, OSError):
+                raise WriteFailed(path, e.strerror or str(e)) from e
+            raise
+
+
+def write_bytes(path, data: bytes) -> None:
+    def w(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+    _atomic(path, w)
 
 
 def write_text(path, text: str) -> None:
@@ -67,8 +89,16 @@ def write_csv(path, frame: pd.DataFrame) -> None:
     _atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
+def torch_bytes(obj) -> bytes:
+    """torch.save into memory: the bytes a checksum covers, and a file write whose errors are
+    plain OSErrors (torch's own writer reports a full disk as an iostream RuntimeError)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
 def save_torch(path, obj) -> None:
-    _atomic(path, lambda tmp: torch.save(obj, tmp))
+    write_bytes(path, torch_bytes(obj))
 
 
 def save_figure(path, fig, **kwargs) -> None:

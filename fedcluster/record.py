@@ -1,5 +1,12 @@
 """What a run accumulates round by round (metric rows, assignments, cluster sizes, the clients'
-persistent optimizer state), and its checkpoint: everything needed to resume after round t."""
+persistent optimizer state), and its checkpoint: everything needed to resume after round t.
+
+The last two checkpoints are kept (checkpoint.pt and checkpoint.prev.pt), each sealed with a
+checksum and the config fingerprint (integrity.py). A damaged newest one is set aside as
+checkpoint.damaged.pt and the run resumes from the previous one, saying so in one line; with
+no good checkpoint left the resume is a one-line error saying what to do."""
+import io
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -8,9 +15,12 @@ import pandas as pd
 import torch
 
 from .errors import ConfigError
-from .io import save_torch, write_csv
+from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
+from .io import torch_bytes, write_bytes, write_csv
 
 CHECKPOINT = "checkpoint.pt"
+PREVIOUS_CHECKPOINT = "checkpoint.prev.pt"
+DAMAGED_CHECKPOINT = "checkpoint.damaged.pt"
 METRICS_FILE = "metrics.csv"
 ID_COLUMNS = ("run_id", "algorithm", "dataset", "partition", "seed")   # which run a row belongs to
 ROW_COLUMNS = ("round", "model", "model_index", "eval_set", "metric", "value")
@@ -46,28 +56,72 @@ class RunRecord:
     def resume(cls, out: Path, fingerprint: str, alg, watch, device) -> "RunRecord":
         """A fresh record, or the one checkpointed in `out` (the algorithm's and the divergence
         watch's state are restored too). A checkpoint of another config is refused."""
-        path = out / CHECKPOINT
-        if not path.exists():
+        ckpt = load_checkpoint(out, fingerprint, device)
+        if ckpt is None:
             return cls()
-        ckpt = torch.load(path, map_location=device, weights_only=False)
-        if ckpt["fingerprint"] != fingerprint:
-            raise ConfigError(f"{path} belongs to a different configuration; use a new hydra.run.dir "
-                              "or overwrite=true to start over")
         alg.load_state_dict(ckpt["algorithm"])
         watch.load_state_dict(ckpt.get("divergence", {}))
         return cls(ckpt["metrics"], ckpt["assignments"], ckpt["cluster_sizes"], ckpt["client_state"],
                    ckpt["next_round"], ckpt["elapsed"])
 
     def save(self, out: Path, fingerprint: str, alg, watch, next_round: int, elapsed: float, ids: dict) -> None:
-        """Checkpoint after round next_round - 1, and the metrics so far."""
-        save_torch(out / CHECKPOINT, {"fingerprint": fingerprint, "next_round": next_round,
-                                      "algorithm": alg.state_dict(), "client_state": self.client_state,
-                                      "metrics": self.metrics, "assignments": self.assignments,
-                                      "cluster_sizes": self.sizes, "divergence": watch.state_dict(),
-                                      "elapsed": elapsed})
+        """Checkpoint after round next_round - 1 (the one before becomes checkpoint.prev.pt), and
+        the metrics so far."""
+        payload = torch_bytes({"fingerprint": fingerprint, "next_round": next_round,
+                               "algorithm": alg.state_dict(), "client_state": self.client_state,
+                               "metrics": self.metrics, "assignments": self.assignments,
+                               "cluster_sizes": self.sizes, "divergence": watch.state_dict(),
+                               "elapsed": elapsed})
+        data = pack_checkpoint(payload, fingerprint, next_round)
+        if (out / CHECKPOINT).exists():
+            (out / CHECKPOINT).replace(out / PREVIOUS_CHECKPOINT)
+        write_bytes(out / CHECKPOINT, data)
         write_csv(out / METRICS_FILE, metrics_table(self.metrics, ids))
 
     @staticmethod
     def drop_checkpoint(out: Path) -> None:
-        if (out / CHECKPOINT).exists():
-            (out / CHECKPOINT).unlink()
+        for name in (CHECKPOINT, PREVIOUS_CHECKPOINT, DAMAGED_CHECKPOINT):
+            if (out / name).exists():
+                (out / name).unlink()
+
+
+def read_checkpoint_file(path: Path, device="cpu") -> dict:
+    """A checkpoint's contents after its checksum is verified (DamagedFile otherwise)."""
+    header, payload = read_checkpoint(path)
+    try:
+        ckpt = torch.load(io.BytesIO(payload), map_location=device, weights_only=False)
+    except Exception as e:   # noqa: BLE001 -- a payload that passed its checksum but does not load
+        raise DamagedFile(f"cannot be loaded ({type(e).__name__})") from None
+    if not isinstance(ckpt, dict) or ckpt.get("fingerprint") != header.get("fingerprint"):
+        raise DamagedFile("does not match its header")
+    return ckpt
+
+
+def load_checkpoint(out: Path, fingerprint: str, device) -> Optional[dict]:
+    """The newest good checkpoint in `out` (None: there is none, the run starts at round 0).
+    A damaged newest one is renamed checkpoint.damaged.pt (kept for inspection) and the previous
+    one resumes, with a one-line notice; a checkpoint of another config is refused."""
+    newest, previous = out / CHECKPOINT, out / PREVIOUS_CHECKPOINT
+    candidates = [p for p in (newest, previous) if p.exists()]
+    if not candidates:
+        return None
+    problems = []
+    for path in candidates:
+        try:
+            ckpt = read_checkpoint_file(path, device)
+        except DamagedFile as e:
+            problems.append(f"{path} {e}")
+            continue
+        if ckpt["fingerprint"] != fingerprint:
+            raise ConfigError(f"{path} belongs to a different configuration; use a new hydra.run.dir "
+                              "or overwrite=true to start over")
+        if problems:
+            newest.replace(out / DAMAGED_CHECKPOINT)
+            if path == previous:
+                previous.replace(newest)
+            print(f"fedcluster: warning: {problems[0]}; set aside as {DAMAGED_CHECKPOINT}, resuming from the "
+                  f"previous checkpoint (after round {ckpt['next_round']})", file=sys.stderr)
+        return ckpt
+    raise ConfigError(f"{problems[0]}" + (f" and {problems[1]}" if len(problems) > 1 else "")
+                      + "; no good checkpoint is left to resume from: overwrite=true runs this config again from "
+                      "round 1 (or use a new hydra.run.dir)")

@@ -17,7 +17,7 @@ import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import yaml
 
@@ -27,8 +27,9 @@ VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objectiv
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"
+PREVIOUS_CHECKPOINT_FILE = "checkpoint.prev.pt"
 # What a run writes; `overwrite=true` removes exactly these (and nothing the user put there).
-RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "run.log", "mlflow_run_id.txt", "*.csv", "*.png",
+RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "checkpoint.*.pt", "run.log", "mlflow_run_id.txt", "*.csv", "*.png",
                    "*.pdf", "*.svg")
 OWN_DIRS = (".hydra", "tensorboard", "wandb")
 
@@ -67,21 +68,116 @@ class Claim:
     summary: Optional[dict] = None  # the finished run's summary (state "complete")
 
 
+# Directories this process created for a run (its leaf and the missing parents, top first), by
+# the leaf's absolute path: a refused start removes exactly these, and only while it holds the
+# leaf's lock, so no process ever removes a directory that another one holds.
+_CREATED: Dict[str, List[Path]] = {}
+
+
+def _make_dirs(path: Path) -> List[Path]:
+    """Create `path` and its missing parents one level at a time; return those this call
+    created (os.mkdir is atomic: when two processes race, exactly one creates each level)."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    created = []
+    for p in reversed(missing):
+        try:
+            os.mkdir(p)
+            created.append(p)
+        except FileExistsError:
+            if not p.is_dir():
+                raise
+    return created
+
+
 def check_place(path) -> None:
-    """Create `path` (parents too) or fail with one line saying why: an existing file, a
-    read-only file system, no permission. Creating an empty directory is all this writes."""
+    """Create `path` (parents too) or fail with one line saying why: an empty path, an existing
+    file, a read-only file system, no permission. The directories created are remembered
+    (`discard_created` removes them again after a refusal)."""
+    if path is None or not str(path).strip():
+        raise RunDirectoryError("output directory is empty (hydra.run.dir=''); give a directory, "
+                                "e.g. hydra.run.dir=outputs/runs/my-run")
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise RunDirectoryError(f"output directory {path} is an existing file, not a directory; "
-                                "choose another hydra.run.dir")
+    for p in (path, *path.parents):
+        if p.exists() and not p.is_dir():
+            raise RunDirectoryError(f"output directory {path} cannot be created: {p} is an existing file, "
+                                    "not a directory; choose another hydra.run.dir" if p != path else
+                                    f"output directory {path} is an existing file, not a directory; "
+                                    "choose another hydra.run.dir")
+        if p.exists():
+            break
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        created = _make_dirs(path)
     except OSError as e:
         raise RunDirectoryError(f"output directory {path} cannot be created ({e.strerror or e}); "
                                 "choose another hydra.run.dir") from None
+    if created:
+        _CREATED.setdefault(os.path.abspath(path), []).extend(Path(os.path.abspath(p)) for p in created)
     if not os.access(path, os.W_OK | os.X_OK):
+        discard_created(path)
         raise RunDirectoryError(f"output directory {path} is not writable (permission denied or read-only "
                                 "file system); choose another hydra.run.dir")
+
+
+def _remove_created_parents(created: List[Path]) -> None:
+    for p in reversed(created):
+        try:
+            p.rmdir()   # only an empty directory; one another run has started to use stays
+        except OSError:
+            break
+
+
+def _remove_leaf_held(path: Path, fd: int) -> bool:
+    """Remove the empty directory `path` whose lock this process holds through `fd`."""
+    try:
+        if _same_directory(path, fd) and not any(path.iterdir()):
+            path.rmdir()
+            return True
+    except OSError:
+        pass
+    return False
+
+
+def adopt_if_empty(path) -> None:
+    """Count an empty directory as created for this run (a sweep job's, which Hydra creates
+    before the job starts): a refused job removes it again, under its lock, as discard_created does."""
+    path = Path(os.path.abspath(path))
+    try:
+        if path.is_dir() and not any(path.iterdir()) and str(path) not in _CREATED:
+            _CREATED[str(path)] = [path]
+    except OSError:
+        pass
+
+
+def discard_created(path) -> None:
+    """After a refused start: remove what this process created for `path` (the run directory and
+    its new parents), each only if still empty, and the run directory only under its lock (a
+    directory another process holds is never removed; it then keeps its parents too)."""
+    path = Path(os.path.abspath(path))
+    created = _CREATED.pop(str(path), [])
+    if not created:
+        return
+    if created[-1] == path:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return   # another process holds it: it is theirs now
+            if not _remove_leaf_held(path, fd):
+                return
+        finally:
+            os.close(fd)
+        created = created[:-1]
+    _remove_created_parents(created)
 
 
 def _read_config(path: Path) -> Optional[dict]:
@@ -102,7 +198,7 @@ def _read_summary(path: Path) -> Optional[dict]:
     try:
         return json.loads(f.read_text())
     except (json.JSONDecodeError, OSError):
-        return None   # a damaged summary: the run is not finished
+        return None   # damaged: the caller refuses it
 
 
 def _foreign_entries(path: Path) -> List[str]:
@@ -140,19 +236,40 @@ def remove_results(path: Path) -> None:
             shutil.rmtree(path / d)
 
 
+def _same_directory(path: Path, fd: int) -> bool:
+    """Whether `path` still names the directory open as `fd` (not removed, not replaced)."""
+    try:
+        a, b = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _in_use(path: Path) -> RunDirectoryError:
+    return RunDirectoryError(f"output directory {path} is in use by another fedcluster process; "
+                             "wait for it or choose another hydra.run.dir")
+
+
 @contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive, non-blocking flock on the directory for the duration."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+def locked(path: Path) -> Iterator[int]:
+    """Hold an exclusive, non-blocking flock on the directory for the duration; yields its
+    descriptor. The lock is taken on the directory itself, so nothing is written to take it, and
+    it is checked to still be the directory at `path` once held (a directory removed or replaced
+    between opening and locking is not ours to use)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise _in_use(path) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise RunDirectoryError(f"output directory {path} is in use by another fedcluster process; "
-                                        "wait for it or choose another hydra.run.dir") from None
+                raise _in_use(path) from None
             raise
-        yield
+        if not _same_directory(path, fd):
+            raise _in_use(path)
+        yield fd
     finally:
         os.close(fd)   # closing the descriptor releases the lock
 
@@ -160,43 +277,74 @@ def locked(path: Path) -> Iterator[None]:
 @contextmanager
 def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
     """Own `path` for one run of `requested` (the resolved config as a plain dict); the CLI has
-    already called `check_place` before Hydra touched the path, `run()` callers get it here."""
+    already called `check_place` before Hydra touched the path, `run()` callers get it here.
+    A start that fails before it wrote anything removes the directories this process created
+    for it, while it still holds the lock."""
     path = Path(path)
-    existed = path.exists()
     check_place(path)
+    key = os.path.abspath(path)
     try:
-        with locked(path):
-            yield _inspect(path, requested, overwrite)
-    except BaseException:
-        if not existed and path.is_dir() and not any(path.iterdir()):
-            path.rmdir()   # a refused or failed start leaves no empty directory behind
+        with locked(path) as fd:
+            try:
+                yield _inspect(path, requested, overwrite)
+            except BaseException:
+                created = _CREATED.get(key, [])
+                if created and created[-1] == Path(key) and _remove_leaf_held(path, fd):
+                    _CREATED.pop(key, None)
+                    _remove_created_parents(created[:-1])
+                raise
+            _CREATED.pop(key, None)   # a run that started keeps its directory
+    except RunDirectoryError:
+        # refused before the lock was ours (in use): nothing of another process is touched, but
+        # parents this process created and nobody uses go
+        created = _CREATED.get(key, [])
+        if created and created[-1] != Path(key):
+            _remove_created_parents(_CREATED.pop(key))
         raise
 
 
+def _refuse_finished(path: Path, problem: str) -> RunDirectoryError:
+    return RunDirectoryError(f"output directory {path} holds a finished run but {problem}; its results are not "
+                             "trusted or redone: overwrite=true runs this config again there, or use a new "
+                             "hydra.run.dir")
+
+
 def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
+    from .integrity import finished_run_problem
     old = _read_config(path)
     if old is not None and comparable(old) != comparable(requested) and not overwrite:
         diff = differing_keys(old, requested)
         shown = "; ".join(diff[:6]) + (f"; ... ({len(diff) - 6} more)" if len(diff) > 6 else "")
         raise RunDirectoryError(f"output directory {path} holds a run of a different configuration ({shown}); "
                                 "use a new hydra.run.dir, or overwrite=true to replace it")
-    if old is None:
-        foreign = _foreign_entries(path)
-        if (path / CHECKPOINT_FILE).exists() and not overwrite:
-            raise RunDirectoryError(f"output directory {path} holds a checkpoint without its config.yaml "
-                                    "(a different configuration's run?); use a new hydra.run.dir, or "
-                                    "overwrite=true to replace it")
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
-            raise RunDirectoryError(f"output directory {path} is not empty and holds no fedcluster run "
-                                    f"({shown}); choose an empty or new hydra.run.dir")
-    remove_stale_temp_files(path)
+    foreign = _foreign_entries(path)
+    if foreign and (old is None or overwrite):
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise RunDirectoryError(f"output directory {path} is not empty and holds no fedcluster run "
+                                f"({shown}); choose an empty or new hydra.run.dir")
+    checkpoints = [n for n in (CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE) if (path / n).exists()]
     if overwrite:
+        remove_stale_temp_files(path)
         remove_results(path)
         return Claim(path, "new")
-    summary = _read_summary(path)
-    if old is not None and summary is not None and summary.get("status", "complete") in ("complete", "diverged"):
+    if (path / SUMMARY_FILE).exists():   # a finished (or diverged) run: trusted only as it was sealed
+        summary = _read_summary(path)
+        if summary is None:
+            raise _refuse_finished(path, f"its {SUMMARY_FILE} is damaged (not readable JSON)")
+        problem = finished_run_problem(path, summary)
+        if problem is not None:
+            raise _refuse_finished(path, problem)
+        remove_stale_temp_files(path)
         return Claim(path, "complete", summary)
-    if old is not None or (path / CHECKPOINT_FILE).exists():
+    if old is None and checkpoints:
+        raise RunDirectoryError(f"output directory {path} holds a checkpoint without its config.yaml "
+                                "(a different configuration's run?); use a new hydra.run.dir, or "
+                                "overwrite=true to replace it")
+    remove_stale_temp_files(path)
+    if old is not None or checkpoints:
         return Claim(path, "resume")
+    if any(path.iterdir()):   # result files of a run whose config.yaml and summary are gone
+        shown = ", ".join(sorted(e.name for e in path.iterdir())[:5])
+        raise RunDirectoryError(f"output directory {path} holds part of a run without its config.yaml ({shown}); "
+                                "use a new hydra.run.dir, or overwrite=true to replace it")
     return Claim(path, "new")

@@ -4,8 +4,6 @@ build -> for each round: plan, train the plan's clients, aggregate, evaluate, ch
 write the results. What an algorithm decides lives in fedcluster/algorithms; assembling the run
 in assemble.py; the files a run leaves in artifacts.py."""
 import copy
-import hashlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -16,26 +14,23 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from .artifacts import write_results
+from .artifacts import seal, write_results
 from .assemble import build, choose_engine
 from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
 from .engine.clients import keep_state, run_clients
-from .errors import NonFiniteLossError, RunInterrupted
+from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
+from .integrity import config_fingerprint
+from .composition import check_declared
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate
 from .io import write_csv, write_json, write_text
 from .loggers import make_loggers
 from .metrics import key_metric
 from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
-from .rundir import claim, comparable
+from .rundir import claim
 from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
 from .validate import validate
-
-
-def config_fingerprint(requested: dict) -> str:
-    """Hash of the config without the keys that do not change results (rundir.VOLATILE_KEYS)."""
-    return hashlib.sha256(json.dumps(comparable(requested), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def requested_config(cfg: DictConfig) -> dict:
@@ -53,6 +48,7 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
     unless `overwrite=true`. `on_claimed(path)` runs once the directory is ours (the CLI writes
     Hydra's .hydra/ files there)."""
     validate(cfg)
+    check_declared(cfg)
     loggers = make_loggers(cfg.get("logger"))   # a missing tracker package is an error before anything is written
     requested = requested_config(cfg)
     with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
@@ -132,8 +128,13 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
         summary = write_results(out, cfg, fed, alg, record, engine, hw, record.elapsed + time.time() - started, ids,
                                 peak)
         return summary
-    except KeyboardInterrupt:
-        raise RunInterrupted(out, done, cfg.rounds, checkpointed) from None
+    except KeyboardInterrupt as e:
+        raise RunInterrupted(out, done, cfg.rounds, checkpointed, getattr(e, "signum", 2)) from None
+    except WriteFailed as e:
+        where = (f"resumes from the checkpoint after round {checkpointed}" if checkpointed
+                 else "starts it over (no checkpoint was written)")
+        raise RunFault(f"{e}; the files written before are intact; once the cause is fixed the same command with "
+                       f"hydra.run.dir={out} {where}") from None
     finally:
         for lg in loggers:
             lg.close(summary)
@@ -152,6 +153,8 @@ def write_diverged(out: Path, cfg, fed, record: RunRecord, error: str, t: int, i
     """A diverged run's rows so far and its `status: diverged` summary; no checkpoint."""
     if record.metrics:
         write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))
-    write_json(out / "summary.json", diverged_summary(cfg, fed, error, t))
+    summary = diverged_summary(cfg, fed, error, t)
+    summary["integrity"] = seal(out, ids["run_id"], [METRICS_FILE] if record.metrics else [])
+    write_json(out / "summary.json", summary)
     RunRecord.drop_checkpoint(out)
 

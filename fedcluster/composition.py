@@ -1,0 +1,150 @@
+"""Hydra's composition errors and undeclared keys, as the one line every other bad input gets.
+
+Hydra reports a wrong type, an unknown key, an unknown group option or an argument it cannot
+parse in 4-30 lines and exits 1. `one_line` turns each into `KEY=VALUE: what is wrong; allowed:
+...` (the CLI prints it and exits 2; HYDRA_FULL_ERROR=1 still gives Hydra's full trace).
+`undeclared_keys` finds keys added with `+key=value` that no schema declares (Hydra accepts them
+and the run would ignore them while storing them in config.yaml)."""
+import dataclasses
+import difflib
+import re
+from pathlib import Path
+from typing import List, Optional
+
+TYPE_WORDS = {"Float": "a number", "Integer": "a whole number", "Boolean": "true or false",
+              "String": "a string"}
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _keys_of(node) -> List[str]:
+    try:
+        return [str(k) for k in node.keys() if str(k) != "hydra" and not str(k).startswith("_")]
+    except Exception:   # noqa: BLE001 -- a node without keys
+        return []
+
+
+def _override_of(message: str) -> str:
+    m = re.search(r"override '?([^'\s]+)", message)
+    return m.group(1).strip().rstrip(".'") if m else ""
+
+
+def _listing(options, limit: int = 30) -> str:
+    options = sorted(str(o) for o in options)
+    return ", ".join(options[:limit]) + (f", ... ({len(options) - limit} more)" if len(options) > limit else "")
+
+
+def _group_options(conf: Optional[Path], group: str) -> List[str]:
+    if conf is None or not (conf / group).is_dir():
+        return []
+    return sorted(str(f.relative_to(conf / group))[:-5] for f in (conf / group).rglob("*.yaml"))
+
+
+def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]:
+    """The one-line message for a composition error (None: not one of those)."""
+    from hydra.errors import MissingConfigException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+    message = str(error)
+    cause = error.__cause__ if isinstance(error.__cause__, OmegaConfBaseException) else (
+        error if isinstance(error, OmegaConfBaseException) else None)
+    if isinstance(error, OverrideParseException):
+        bad = re.search(r"override '(.*?)'", message)
+        what = bad.group(1) if bad else _first_line(message)
+        return (f"cannot read the argument {what!r} ({_first_line(message.split(chr(10), 1)[-1])}): each argument is "
+                "key=value or group=option; quote a value that has spaces or special characters, e.g. "
+                "'hydra.run.dir=\"my runs/a\"'")
+    if isinstance(error, MissingConfigException):
+        m = re.search(r"Could not find '([^'/]+)/([^']+)'", message)
+        if m:
+            group, option = m.group(1), m.group(2)
+            options = getattr(error, "options", None) or _group_options(conf, group)
+            return f"{group}={option} is unknown{_suggest(option, options)}; allowed: {_listing(options)}"
+        return _first_line(message)
+    if cause is not None:
+        key = getattr(cause, "full_key", None) or _override_of(message) or "?"
+        override = _override_of(message)
+        value = override.split("=", 1)[1] if "=" in override else None
+        shown = f"{key}={value}" if value is not None else key
+        if isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
+            name = getattr(cause, "key", None) or str(key).rsplit(".", 1)[-1]
+            siblings = _keys_of(getattr(cause, "parent_node", None))
+            where = str(key).rsplit(".", 1)[0] if "." in str(key) else "top level"
+            return (f"{key} is not a setting{_suggest(name, siblings)}; allowed at {where}: {_listing(siblings)}"
+                    if siblings else f"{key} is not a setting")
+        if isinstance(cause, ValidationError):
+            text = _first_line(getattr(cause, "msg", "") or str(cause))
+            m = re.search(r"could not be converted to (\w+)", text)
+            if m:
+                return f"{shown}: wrong type for {key}; allowed: {TYPE_WORDS.get(m.group(1), m.group(1))}"
+            m = re.search(r"Invalid type assigned: (\w+) is not a subclass of (\w+)", text)
+            if m:
+                return f"{shown}: {key} is a group of settings ({m.group(2)}), not a single value; set its keys, e.g. {key}.<key>=..."
+            return f"{shown}: {text}"
+        return f"{shown}: {_first_line(getattr(cause, 'msg', '') or str(cause))}"
+    from hydra.errors import ConfigCompositionException, HydraException
+    if isinstance(error, (ConfigCompositionException, HydraException)):
+        return _first_line(message)
+    return None
+
+
+def _declared(target: str) -> Optional[set]:
+    """The keys a node instantiating `target` may have (None: unknown, not checked)."""
+    import inspect
+    try:
+        from hydra.utils import get_class
+        from .schema import RUNTIME_ARGS, parameters
+        cls = get_class(target)
+        params = parameters(cls)
+    except Exception:   # noqa: BLE001 -- not a class we can read: Hydra reports it when instantiating
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params} - RUNTIME_ARGS | {"name"}
+
+
+def undeclared_keys(cfg) -> List[str]:
+    """Dotted keys of the composed config that no schema declares, with what was meant."""
+    from omegaconf import OmegaConf
+    from .config import Config, TrainConfig
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    plain.pop("hydra", None)
+    out = []
+    top = {f.name for f in dataclasses.fields(Config)}
+    for k in plain:
+        if k not in top:
+            out.append(f"{k}{_suggest(k, top)}")
+    train = {f.name for f in dataclasses.fields(TrainConfig)}
+    for k in (plain.get("train") or {}):
+        if k not in train:
+            out.append(f"train.{k}{_suggest(k, train)}")
+
+    def walk(node, prefix):
+        if not isinstance(node, dict):
+            return
+        target = node.get("_target_")
+        allowed = _declared(str(target)) if target else None
+        for k, v in node.items():
+            if allowed is not None and not str(k).startswith("_") and k not in allowed:
+                out.append(f"{prefix}.{k}{_suggest(k, allowed)}")
+            elif isinstance(v, dict):
+                walk(v, f"{prefix}.{k}")
+
+    for group in ("dataset", "partition", "model", "algorithm", "hardware"):
+        walk(plain.get(group), group)
+    return out
+
+
+def check_declared(cfg) -> None:
+    """ConfigError naming the first key no schema declares (e.g. `+rouns=3`)."""
+    from .errors import ConfigError
+    bad = undeclared_keys(cfg)
+    if bad:
+        raise ConfigError(f"{bad[0]} is not a fedcluster setting{' (and ' + str(len(bad) - 1) + ' more)' if len(bad) > 1 else ''}; "
+                          "a key added with + must be one the config declares: fedcluster --cfg job lists them")

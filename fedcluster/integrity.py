@@ -1,0 +1,98 @@
+"""Checksums that make damaged or edited results visible before they are used.
+
+- A checkpoint file is a one-line header (magic, the payload's SHA-256, the config fingerprint,
+  the round it resumes at) followed by the torch payload; `read_checkpoint` verifies the header
+  and the checksum before unpickling anything, so a flipped byte, a truncated or empty file or
+  another file under that name is `DamagedFile`, never a resume with changed state.
+- A finished run's summary.json carries `integrity`: the config fingerprint and the SHA-256 of
+  every table the run wrote. `finished_run_problem` says what no longer matches: a missing or
+  edited config.yaml, a missing or edited metrics.csv (or other table)."""
+import hashlib
+import json
+from pathlib import Path
+from typing import Dict, Iterable, Optional
+
+import yaml
+
+MAGIC = b"fedcluster-checkpoint 1 "
+
+
+class DamagedFile(Exception):
+    """A result file fails its check; the message says how."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def pack_checkpoint(payload: bytes, fingerprint: str, next_round: int) -> bytes:
+    header = {"sha256": sha256_bytes(payload), "size": len(payload), "fingerprint": fingerprint,
+              "next_round": int(next_round)}
+    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+
+
+def read_checkpoint(path: Path):
+    """(header, payload bytes) of a checkpoint file whose checksum holds; DamagedFile otherwise."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise DamagedFile(f"cannot be read ({e.strerror or e})") from None
+    if not data:
+        raise DamagedFile("is empty")
+    if not data.startswith(MAGIC):
+        raise DamagedFile("is not a fedcluster checkpoint (its header is missing)")
+    end = data.find(b"\n", len(MAGIC))
+    try:
+        header = json.loads(data[len(MAGIC):end])
+        size, digest = int(header["size"]), str(header["sha256"])
+    except (ValueError, KeyError, TypeError):
+        raise DamagedFile("has a damaged header") from None
+    payload = data[end + 1:]
+    if len(payload) != size:
+        raise DamagedFile(f"is truncated or extended ({len(payload)} payload bytes, its header says {size})")
+    if sha256_bytes(payload) != digest:
+        raise DamagedFile("fails its checksum (the file was changed after it was written)")
+    return header, payload
+
+
+def config_fingerprint(config: dict) -> str:
+    """Hash of a config without the keys that do not change results (rundir.VOLATILE_KEYS)."""
+    from .rundir import comparable
+    return hashlib.sha256(json.dumps(comparable(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def file_checksums(out: Path, names: Iterable[str]) -> Dict[str, str]:
+    return {name: sha256_file(out / name) for name in names if (out / name).is_file()}
+
+
+def finished_run_problem(out: Path, summary: dict) -> Optional[str]:
+    """Why the finished run in `out` can no longer be trusted as it stands (None: it can).
+    Summaries written before checksums existed are checked for config.yaml and metrics.csv only."""
+    out = Path(out)
+    config_file = out / "config.yaml"
+    if not config_file.is_file():
+        return "its config.yaml is missing"
+    seal = summary.get("integrity")
+    if not isinstance(seal, dict):
+        return None if (out / "metrics.csv").is_file() else "its metrics.csv is missing"
+    try:
+        config = yaml.safe_load(config_file.read_text()) or {}
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return "its config.yaml cannot be read"
+    if not isinstance(config, dict) or config_fingerprint(config) != seal.get("config_fingerprint"):
+        return "its config.yaml was changed after the run finished (its fingerprint differs from summary.json's)"
+    for name, digest in (seal.get("files") or {}).items():
+        f = out / name
+        if not f.is_file():
+            return f"its {name} is missing"
+        if sha256_file(f) != digest:
+            return f"its {name} was changed after the run finished (checksum differs from summary.json's)"
+    return None
