@@ -6,11 +6,25 @@ import logging
 import sys
 from pathlib import Path
 
+from .errors import WriteFailed
+
 LOG = logging.getLogger("fedcluster")
 
 
+class RunLogFile(logging.FileHandler):
+    """run.log; a line that cannot be written (disk full, read-only) stops the run with
+    WriteFailed, like any other result file, instead of logging's multi-line report."""
+
+    def handleError(self, record) -> None:
+        import sys as _sys
+        error = _sys.exc_info()[1]
+        if isinstance(error, OSError):
+            raise WriteFailed(self.baseFilename, error.strerror or str(error)) from error
+        super().handleError(record)
+
+
 def open_run_log(out: Path, to_stderr: bool) -> logging.Logger:
-    handlers = [logging.FileHandler(out / "run.log", mode="a", encoding="utf-8")]
+    handlers = [RunLogFile(out / "run.log", mode="a", encoding="utf-8")]
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     for h in handlers:
@@ -24,4 +38,7 @@ def open_run_log(out: Path, to_stderr: bool) -> logging.Logger:
 def close_run_log(log: logging.Logger) -> None:
     for h in list(log.handlers):
         log.removeHandler(h)
-        h.close()
+        try:
+            h.close()
+        except OSError:   # a fault while closing after the run stopped: already reported
+            pass

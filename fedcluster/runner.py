@@ -28,6 +28,7 @@ from .loggers import make_loggers
 from .metrics import key_metric
 from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
 from .rundir import claim
+from .signals import deferred
 from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
 from .validate import validate
@@ -66,13 +67,13 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     if hw.torch_device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(hw.torch_device)
     alg.setup(fed)   # its checks (e.g. selection_size vs clients) also come before anything is written
+    fingerprint = config_fingerprint(requested)
+    watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
+    record = RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)   # verified before anything is written
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
     if on_claimed is not None:
         on_claimed(out)
-    fingerprint = config_fingerprint(requested)
-    watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
-    record = RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)
     ids = run_ids(cfg, fingerprint)
     show = cfg.progress if progress is None else progress
     bar = progress_bar(cfg, record.next_round) if show and sys.stderr.isatty() else None
@@ -118,8 +119,9 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
                 bar.update(1)
             done = t + 1
             if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0 and not last:
-                record.save(out, fingerprint, alg, watch, t + 1, record.elapsed + time.time() - started, ids)
-                checkpointed = t + 1
+                with deferred():   # a stop during the checkpoint finishes it and then resumes from it
+                    record.save(out, fingerprint, alg, watch, t + 1, record.elapsed + time.time() - started, ids)
+                    checkpointed = t + 1
         if bar is not None:
             bar.close()
             bar = None
@@ -130,14 +132,20 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
         return summary
     except KeyboardInterrupt as e:
         raise RunInterrupted(out, done, cfg.rounds, checkpointed, getattr(e, "signum", 2)) from None
-    except WriteFailed as e:
+    except OSError as e:   # disk full, read-only, no permission (WriteFailed names the file)
+        if not isinstance(e, WriteFailed):
+            e = WriteFailed(e.filename or out, e.strerror or str(e))
         where = (f"resumes from the checkpoint after round {checkpointed}" if checkpointed
                  else "starts it over (no checkpoint was written)")
         raise RunFault(f"{e}; the files written before are intact; once the cause is fixed the same command with "
                        f"hydra.run.dir={out} {where}") from None
     finally:
         for lg in loggers:
-            lg.close(summary)
+            try:
+                lg.close(summary)
+            except OSError:
+                if summary is not None:   # a fault after the results were written is still a fault
+                    raise
         close_run_log(log)
         if bar is not None:
             bar.close()

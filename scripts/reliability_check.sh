@@ -19,20 +19,35 @@ bad()  { failed=$((failed + 1)); echo "FAIL  $1${2:+ -- $2}"; }
 tree_hash() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16); }
 
 # expect_refusal NEEDLE ARGS...: exit 2, exactly one stderr line containing NEEDLE, no traceback,
-# and no output directory left behind.
+# and nothing left behind: the run directory is three levels below a new folder, which must not
+# exist afterwards (a refusal removes every directory it created). Cases run two at a time
+# (`settle` waits for them and counts their results).
+case_no=0
 expect_refusal() {
   local needle=$1; shift
-  local dir="$work/refused"
-  rm -rf "$dir"
+  case_no=$((case_no + 1))
+  local top="$work/refused_$case_no"
   local args=("${SMALL[@]}")
-  [[ " $* " == *" algorithm="* ]] && args=("${BASE[@]}")   # other algorithms have no selection_size
-  local err; err=$("$FC" "${args[@]}" "$@" "hydra.run.dir=$dir" 2>&1 >/dev/null); local rc=$?
-  local lines; lines=$(printf '%s\n' "$err" | grep -c .)
-  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && [[ "$err" == *"$needle"* ]] && [[ "$err" != *Traceback* ]] && [ ! -e "$dir" ]; then
-    ok "refused: $* -> ${err:0:110}"
-  else
-    bad "refused: $*" "rc=$rc lines=$lines dir_left=$([ -e "$dir" ] && echo yes || echo no) err=${err:0:300}"
-  fi
+  [[ " $* " == *" algorithm="* || " $* " == *" +preset="* ]] && args=("${BASE[@]}")   # other algorithms have no selection_size
+  (
+    err=$("$FC" "${args[@]}" "$@" "hydra.run.dir=$top/a/b/c" 2>&1 >/dev/null); rc=$?
+    lines=$(printf '%s\n' "$err" | grep -c .)
+    if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && [[ "$err" == *"$needle"* ]] && [[ "$err" != *Traceback* ]] && [ ! -e "$top" ]; then
+      echo "PASS  refused: $* -> ${err:0:110}"
+    else
+      echo "FAIL  refused: $* -- rc=$rc lines=$lines left=$([ -e "$top" ] && echo yes || echo no) err=${err:0:300}"
+    fi
+  ) > "$work/case_$case_no.txt" &
+  [ "$(jobs -rp | wc -l)" -ge 2 ] && wait -n
+}
+settle() {
+  wait
+  local f
+  for f in $(ls "$work"/case_*.txt 2>/dev/null | sort -V); do
+    cat "$f"
+    if grep -q '^PASS' "$f"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    rm -f "$f"
+  done
 }
 
 echo "== bad inputs (each refused with one line before anything is written)"
@@ -83,6 +98,27 @@ expect_refusal "hardware.precision='fp16' is not allowed" hardware.precision=fp1
 if ! python -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   expect_refusal "no CUDA GPU is available" hardware=cuda
 fi
+
+
+echo "== composition errors (Hydra's own, as one line)"
+expect_refusal "train.lr=abc: wrong type for train.lr; allowed: a number" train.lr=abc
+expect_refusal "partition.num_clients=1.5: wrong type" partition.num_clients=1.5
+expect_refusal "rounds=3.5: wrong type" rounds=3.5
+expect_refusal "seed=: wrong type" seed=
+expect_refusal "plots=maybe: wrong type for plots; allowed: true or false" plots=maybe
+expect_refusal "rouns is not a setting (did you mean rounds?)" rouns=3
+expect_refusal "rouns (did you mean rounds?) is not a fedcluster setting" +rouns=3
+expect_refusal "train.lrr (did you mean lr?) is not a fedcluster setting" +train.lrr=0.1
+expect_refusal "algorithm.trim is not a fedcluster setting" +algorithm.trim=0.1
+expect_refusal "algorithm.tua is not a setting (did you mean tau?)" algorithm.tua=2
+expect_refusal "algorithm=nope is unknown; allowed: cfl" algorithm=nope
+expect_refusal "dataset=cifar is unknown (did you mean cifar10?)" dataset=cifar
+expect_refusal "model=cnn is unknown" model=cnn
+expect_refusal "preset=fedsoft/table9 is unknown" +preset=fedsoft/table9
+expect_refusal "train is a group of settings" train=3
+expect_refusal "cannot read the argument 'dir'" "hydra.run.dir=my" dir
+expect_refusal "cannot read the argument" "train.lr=(0.1"
+settle
 
 echo "== output directories"
 touch "$work/afile"
@@ -146,6 +182,126 @@ touch "$killdir/.metrics.csv.stale.tmp"
 "$FC" "${SMALL[@]}" rounds=80 checkpoint_every=2 "hydra.run.dir=$killdir" 2>/dev/null; rc=$?
 [ $rc -eq 0 ] && cmp -s "$killdir/metrics.csv" "$work/uninterrupted/metrics.csv" && [ -z "$(ls -A "$killdir" | grep '\.tmp$')" ] \
   && ok "kill -9 then resume: identical metrics, stale temp files removed" || bad "kill -9 resume" "rc=$rc"
+
+
+echo "== ownership cannot be defeated"
+held="$work/held"; mkdir -p "$held"; ino=$(stat -c %i "$held")
+err=$(python - "$held" "$FC" "${SMALL[@]}" <<'PY' 2>&1
+import subprocess, sys
+from fedcluster.rundir import locked
+from pathlib import Path
+held, fc, *args = sys.argv[1:]
+with locked(Path(held)):   # the owner holds the still-empty directory
+    p = subprocess.run([fc, *args, f"hydra.run.dir={held}"], capture_output=True, text=True)
+    print(p.returncode, p.stderr.strip())
+PY
+)
+[[ "$err" == "2 fedcluster: error: output directory $held is in use"* ]] && [ -d "$held" ] && [ "$(stat -c %i "$held")" = "$ino" ] \
+  && ok "a refused process leaves the empty directory another holds (same inode)" || bad "held empty directory" "$err"
+paused="$work/paused"
+"$FC" "${SMALL[@]}" rounds=30 checkpoint_every=0 "hydra.run.dir=$paused" 2>/dev/null & owner=$!
+for _ in $(seq 300); do [ -e "$paused/config.yaml" ] && break; sleep 0.05; done
+kill -STOP $owner
+e2=$("$FC" "${SMALL[@]}" rounds=30 checkpoint_every=0 "hydra.run.dir=$paused" 2>&1 >/dev/null); r2=$?
+e3=$("$FC" "${SMALL[@]}" rounds=30 checkpoint_every=0 seed=1 "hydra.run.dir=$paused" 2>&1 >/dev/null); r3=$?
+kill -CONT $owner; wait $owner; r1=$?
+seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$paused" 2>&1)
+[ $r1 -eq 0 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [[ "$e2" == *"in use"* ]] && [[ "$e3" == *"in use"* ]] && [ "$seeds" = "0 0 [0]" ] \
+  && ok "owner paused (SIGSTOP): same and other config refused, nothing mixed" || bad "paused owner" "r=$r1/$r2/$r3 seeds=$seeds $e2 $e3"
+for trial in 1 2; do
+  shared="$work/shared_$trial"; pids=()
+  for extra in "" "" "" "seed=1" "seed=1"; do
+    ("$FC" "${SMALL[@]}" $extra "hydra.run.dir=$shared" > /dev/null 2> "$shared.$RANDOM.err") & pids+=($!)
+  done
+  wait "${pids[@]}"
+  wrote=$(cat "$shared".*.err | grep -c "fedcluster: wrote")
+  tracebacks=$(cat "$shared".*.err | grep -c Traceback)
+  multi=0; for f in "$shared".*.err; do [ "$(grep -c . "$f")" -le 1 ] || multi=1; done
+  seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$shared" 2>&1)
+  [ "$wrote" -eq 1 ] && [ "$tracebacks" -eq 0 ] && [ $multi -eq 0 ] && [[ "$seeds" =~ ^(0\ 0\ \[0\]|1\ 1\ \[1\])$ ]] \
+    && ok "5 processes (2 configs) started together, trial $trial: one owner, others one line, nothing mixed" \
+    || bad "started together, trial $trial" "wrote=$wrote tracebacks=$tracebacks multi=$multi seeds=$seeds"
+done
+
+echo "== integrity: checkpoints"
+ckref="$work/ck_reference"
+"$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$ckref" 2>/dev/null
+damage() {   # damage FILE HOW
+  python - "$1" "$2" <<'PY'
+import os, sys
+path, how = sys.argv[1:]
+data = bytearray(open(path, "rb").read())
+if how == "flip": data[len(data) // 2] ^= 0x01
+elif how == "truncate": data = data[: len(data) // 3]
+elif how == "empty": data = bytearray()
+else: data = bytearray(os.urandom(4096))
+open(path, "wb").write(bytes(data))
+PY
+}
+killed_run() {   # a run of the reference config killed after its 2nd checkpoint
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$1" 2>/dev/null & local pid=$!
+  for _ in $(seq 600); do [ -e "$1/checkpoint.prev.pt" ] && break; sleep 0.05; done
+  kill -9 $pid; wait $pid 2>/dev/null
+}
+for how in flip truncate empty garbage; do
+  d="$work/ck_$how"; killed_run "$d"; damage "$d/checkpoint.pt" $how
+  err=$("$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 0 ] && [[ "$err" == *"warning: $d/checkpoint.pt"*"resuming from the previous checkpoint"* ]] && cmp -s "$d/metrics.csv" "$ckref/metrics.csv" \
+    && ok "checkpoint $how: set aside, the previous one resumes, same metrics -> $(echo "$err" | grep warning | cut -c1-150)" \
+    || bad "checkpoint $how" "rc=$rc $err"
+done
+d="$work/ck_both"; killed_run "$d"; damage "$d/checkpoint.pt" flip; damage "$d/checkpoint.prev.pt" truncate
+before=$(tree_hash "$d")
+err=$("$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"overwrite=true"* ]] && [ "$(tree_hash "$d")" = "$before" ] \
+  && ok "no good checkpoint left: one line saying what to do, nothing changed -> ${err:0:150}" || bad "both checkpoints damaged" "rc=$rc $err"
+
+echo "== integrity: finished runs"
+fin() { rm -rf "$1"; cp -r "$ckref" "$1"; }
+check_finished() {   # check_finished NAME NEEDLE [ARGS]
+  local name=$1 needle=$2; shift 2
+  local d="$work/fin_$name" before; before=$(tree_hash "$d")
+  local err; err=$("$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "$@" "hydra.run.dir=$d" 2>&1 >/dev/null); local rc=$?
+  [ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"$needle"* ]] && [ "$(tree_hash "$d")" = "$before" ] \
+    && ok "finished run, $name: refused, never rerun -> ${err:0:150}" || bad "finished run, $name" "rc=$rc $err"
+}
+fin "$work/fin_noconfig"; rm "$work/fin_noconfig/config.yaml"; check_finished noconfig "config.yaml is missing"
+fin "$work/fin_nometrics"; rm "$work/fin_nometrics/metrics.csv"; check_finished nometrics "metrics.csv is missing"
+fin "$work/fin_editmetrics"; sed -i '2s/,0\./,1./' "$work/fin_editmetrics/metrics.csv"; check_finished editmetrics "metrics.csv was changed"
+fin "$work/fin_editconfig"; sed -i 's/^seed: 0/seed: 1/' "$work/fin_editconfig/config.yaml"; check_finished editconfig "config.yaml was changed" seed=1
+fin "$work/fin_editconfig2"; sed -i 's/^seed: 0/seed: 1/' "$work/fin_editconfig2/config.yaml"; check_finished editconfig2 "seed: 1 -> 0"
+fin "$work/fin_summary"; echo '{"status": "compl' > "$work/fin_summary/summary.json"; check_finished summary "summary.json is damaged"
+fin "$work/fin_assign"; rm "$work/fin_assign/assignments.csv"; check_finished assign "assignments.csv is missing"
+
+echo "== stop signals"
+for sig in TERM USR1; do
+  d="$work/sig_$sig"
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2> "$work/sig.err" & pid=$!
+  for _ in $(seq 600); do [ -e "$d/checkpoint.pt" ] && break; sleep 0.05; done
+  kill -$sig $pid; wait $pid; rc=$?
+  err=$(cat "$work/sig.err"); want=$((128 + $(kill -l $sig)))
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>/dev/null; rc2=$?
+  [ $rc -eq $want ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"interrupted by SIG$sig after"* ]] && [ $rc2 -eq 0 ] \
+    && cmp -s "$d/metrics.csv" "$ckref/metrics.csv" \
+    && ok "SIG$sig: exit $want, one line, the same command resumes to the same metrics -> ${err:0:130}" || bad "SIG$sig" "rc=$rc rc2=$rc2 $err"
+done
+
+echo "== write faults"
+disk="$work/disk"; mkdir -p "$disk"
+if mount -t tmpfs -o size=4m tmpfs "$disk" 2>/dev/null; then
+  d="$disk/run"
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2> "$work/full.err" & pid=$!
+  for _ in $(seq 600); do [ -e "$d/checkpoint.pt" ] && break; sleep 0.05; done
+  dd if=/dev/zero of="$disk/filler" bs=64k 2>/dev/null; wait $pid; rc=$?
+  err=$(cat "$work/full.err"); rm -f "$disk/filler"
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>/dev/null; rc2=$?
+  [ $rc -eq 1 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"No space left on device"*"resumes from the checkpoint after round"* ]] \
+    && [ $rc2 -eq 0 ] && cmp -s "$d/metrics.csv" "$ckref/metrics.csv" \
+    && ok "disk full mid-run: one line naming the file, resumes after to the same metrics -> ${err:0:160}" || bad "disk full" "rc=$rc rc2=$rc2 $err"
+  umount -l "$disk"
+else
+  echo "SKIP  disk full mid-run (cannot mount a tmpfs here)"
+fi
 
 echo "== divergence"
 err=$("$FC" "${SMALL[@]}" rounds=5 train.lr=1e6 "hydra.run.dir=$work/diverged" 2>&1 >/dev/null); rc=$?

@@ -4,9 +4,12 @@ the rows the run holds, dropping rows of rounds a checkpoint did not keep; at th
 rewrites it whole (artifacts.write_results), so a finished run's file is the same whatever
 happened on the way."""
 import csv
+import os
 from pathlib import Path
 
+from ..errors import WriteFailed
 from ..io import write_csv
+from ..signals import deferred
 from ..record import METRICS_FILE, metrics_table
 from .base import Logger
 
@@ -31,7 +34,15 @@ class CSVLogger(Logger):
         if not self.path.exists():   # the first rows: the file with its header
             write_csv(self.path, frame)
             return
-        with open(self.path, "a", newline="") as f:
-            frame.to_csv(f, header=False, index=False, quoting=csv.QUOTE_MINIMAL)
-            if self.flush:
-                f.flush()
+        size = self.path.stat().st_size
+        try:
+            with deferred(), open(self.path, "a", newline="") as f:
+                frame.to_csv(f, header=False, index=False, quoting=csv.QUOTE_MINIMAL)
+                if self.flush:
+                    f.flush()
+        except OSError as e:   # a full disk or a read-only file system: no half-written row stays behind
+            try:
+                os.truncate(self.path, size)
+            except OSError:
+                pass
+            raise WriteFailed(self.path, e.strerror or str(e)) from e

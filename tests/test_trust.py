@@ -1,0 +1,428 @@
+"""Results you can trust (issue "Results you can trust"): ownership that cannot be defeated,
+sealed checkpoints and finished runs, one-line refusals that leave nothing, stop signals and
+write faults. Each test is one class of failure that issue lists, on the real command or `run`."""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedcluster import rundir, signals
+from fedcluster.errors import ConfigError
+from fedcluster.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
+from fedcluster.runner import run
+
+from conftest import SMALL, make_cfg
+from test_cli import SMALL_CLI, _fedcluster
+from test_run_safety import one_line_error, snapshot
+
+LONG = ["rounds=300", "checkpoint_every=0", "plots=false"]
+
+
+def start(*args, cwd):
+    return subprocess.Popen([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path: Path, proc=None, timeout=120):
+    deadline = time.time() + timeout
+    while not path.exists():
+        assert proc is None or proc.poll() is None, proc.stderr.read() if proc else ""
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def lines(text: str):
+    return [l for l in text.splitlines() if l.strip()]
+
+
+def seeds_in(out: Path) -> dict:
+    import yaml
+    return {"config": yaml.safe_load((out / "config.yaml").read_text())["seed"],
+            "summary": json.loads((out / "summary.json").read_text())["seed"],
+            "metrics": sorted(pd.read_csv(out / "metrics.csv")["seed"].unique().tolist())}
+
+
+# -- 1. Mixing: ownership ----------------------------------------------------------------------
+
+def test_a_refused_process_never_removes_a_directory_another_holds(tmp_path):
+    """The owner holds the lock on a still-empty directory (as between its claim and its first
+    write): a second process is refused and leaves the directory, the same inode, in place."""
+    out = tmp_path / "held"
+    rundir.check_place(out)
+    inode = out.stat().st_ino
+    with rundir.locked(out):
+        proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        one_line_error(proc, "in use by another fedcluster process")
+        assert out.is_dir() and out.stat().st_ino == inode and not any(out.iterdir())
+
+
+def test_a_lock_on_a_directory_replaced_meanwhile_is_refused(tmp_path):
+    """Opened, then removed and re-created by someone else before the lock was taken: the lock
+    would be on the old, unlinked directory, so the claim is refused instead of writing there."""
+    out = tmp_path / "d"
+    out.mkdir()
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        out.rmdir()
+        out.mkdir()
+        assert not rundir._same_directory(out, fd)
+    finally:
+        os.close(fd)
+    out.rmdir()
+    with pytest.raises(ConfigError, match="in use"):
+        with rundir.locked(out):
+            pass
+
+
+def test_paused_owner_keeps_its_directory_and_nothing_mixes(tmp_path):
+    """The issue's forced case: the owner paused (SIGSTOP) while a second process with the same
+    config and a third with seed=1 try the directory; then the owner goes on."""
+    out = tmp_path / "run"
+    owner = start(*LONG[:1], "rounds=40", "checkpoint_every=0", f"hydra.run.dir={out}", cwd=tmp_path)
+    wait_for(out / "config.yaml", owner)
+    owner.send_signal(signal.SIGSTOP)
+    try:
+        same = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", "rounds=40", "checkpoint_every=0",
+                               f"hydra.run.dir={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        other = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", "rounds=40", "checkpoint_every=0",
+                                "seed=1", f"hydra.run.dir={out}"], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=120)
+    finally:
+        owner.send_signal(signal.SIGCONT)
+    one_line_error(same, "in use")
+    one_line_error(other, "in use")
+    assert owner.wait(timeout=300) == 0, owner.stderr.read()
+    assert seeds_in(out) == {"config": 0, "summary": 0, "metrics": [0]}
+
+
+@pytest.mark.parametrize("trial", [0, 1])
+def test_processes_started_together_have_exactly_one_owner(tmp_path, trial):
+    """Four processes of one config and two of another, started together on one directory:
+    exactly one runs it; each other is refused in one line or finds the finished run; the
+    directory holds one config's run, consistently."""
+    out = tmp_path / "shared"
+    configs = [[], [], [], [], ["seed=1"], ["seed=1"]]
+    procs = [start("rounds=4", f"hydra.run.dir={out}", *extra, cwd=tmp_path) for extra in configs]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    wrote = [i for i, (rc, err) in enumerate(results) if rc == 0 and "wrote" in err]
+    assert len(wrote) == 1, results
+    for i, (rc, err) in enumerate(results):
+        if i in wrote:
+            continue
+        assert "Traceback" not in err and len(lines(err)) == 1, err
+        assert (rc == 2 and ("in use" in err or "different configuration" in err)) or \
+               (rc == 0 and "already holds this config's finished run" in err), (rc, err)
+    seed = 1 if configs[wrote[0]] else 0
+    assert seeds_in(out) == {"config": seed, "summary": seed, "metrics": [seed]}
+
+
+# -- 2. Silent change: sealed checkpoints and finished runs --------------------------------------
+
+class Killed(Exception):
+    pass
+
+
+def _killed_run(tmp_path, monkeypatch, name, at_round=5):
+    """A run stopped during round `at_round` with checkpoints after every round."""
+    from fedcluster.algorithms import FedSoft
+    overrides = SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]
+    original = FedSoft.aggregate
+
+    def dies(self, t, *args):
+        if t == at_round:
+            raise Killed()
+        return original(self, t, *args)
+    monkeypatch.setattr(FedSoft, "aggregate", dies)
+    with pytest.raises(Killed):
+        run(make_cfg(overrides), tmp_path / name)
+    monkeypatch.setattr(FedSoft, "aggregate", original)
+    return overrides
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref") / "run"
+    run(make_cfg(SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]), out)
+    return pd.read_csv(out / "metrics.csv")
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage"])
+def test_a_damaged_checkpoint_is_set_aside_and_the_previous_one_resumes(tmp_path, monkeypatch, uninterrupted,
+                                                                        damage, capfd):
+    overrides = _killed_run(tmp_path, monkeypatch, "run")
+    out = tmp_path / "run"
+    assert read_checkpoint_file(out / CHECKPOINT)["next_round"] == 5
+    assert read_checkpoint_file(out / PREVIOUS_CHECKPOINT)["next_round"] == 4
+    data = bytearray((out / CHECKPOINT).read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x01
+    elif damage == "truncate":
+        data = data[: len(data) // 3]
+    elif damage == "empty":
+        data = bytearray()
+    else:
+        data = bytearray(os.urandom(4096))
+    (out / CHECKPOINT).write_bytes(bytes(data))
+    capfd.readouterr()
+    run(make_cfg(overrides), out)
+    err = capfd.readouterr().err
+    notice = [l for l in lines(err) if "warning" in l]
+    assert len(notice) == 1 and "checkpoint.pt" in notice[0] and "after round 4" in notice[0], err
+    pd.testing.assert_frame_equal(pd.read_csv(out / "metrics.csv"), uninterrupted)
+
+
+def test_no_good_checkpoint_left_is_a_one_line_error_saying_what_to_do(tmp_path, monkeypatch):
+    overrides = _killed_run(tmp_path, monkeypatch, "run")
+    out = tmp_path / "run"
+    for name in (CHECKPOINT, PREVIOUS_CHECKPOINT):
+        data = bytearray((out / name).read_bytes())
+        data[-10] ^= 0xFF
+        (out / name).write_bytes(bytes(data))
+    before = snapshot(out)
+    with pytest.raises(ConfigError) as e:
+        run(make_cfg(overrides), out)
+    message = str(e.value)
+    assert "\n" not in message and "fails its checksum" in message and "overwrite=true" in message
+    assert snapshot(out) == before
+
+
+def test_a_resumed_checkpoint_is_verified_by_the_command_too(tmp_path):
+    """A flipped byte in the only checkpoint of a killed CLI run: one line, exit 2, nothing changed."""
+    out = tmp_path / "run"
+    args = ["rounds=200", "checkpoint_every=2", f"hydra.run.dir={out}"]
+    proc = start(*args, cwd=tmp_path)
+    wait_for(out / CHECKPOINT, proc)
+    time.sleep(0.3)
+    proc.kill()
+    proc.wait()
+    for name in (CHECKPOINT, PREVIOUS_CHECKPOINT):
+        if (out / name).exists():
+            data = bytearray((out / name).read_bytes())
+            data[len(data) // 2] ^= 0x10
+            (out / name).write_bytes(bytes(data))
+    before = snapshot(out)
+    again = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    one_line_error(again, "fails its checksum", "overwrite=true")
+    assert snapshot(out) == before
+
+
+@pytest.fixture
+def finished(tmp_path):
+    out = tmp_path / "done"
+    run(make_cfg(SMALL + ["algorithm.selection_size=6"]), out)
+    return out
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda out: (out / "config.yaml").unlink(), "config.yaml is missing"),
+    (lambda out: (out / "metrics.csv").unlink(), "metrics.csv is missing"),
+    (lambda out: (out / "metrics.csv").write_text((out / "metrics.csv").read_text().replace(",0.", ",1.", 1)),
+     "metrics.csv was changed"),
+    (lambda out: (out / "summary.json").write_text((out / "summary.json").read_text()[:100]), "summary.json is damaged"),
+])
+def test_a_finished_run_that_was_changed_is_refused_never_rerun(finished, change, needle):
+    change(finished)
+    before = snapshot(finished)
+    with pytest.raises(ConfigError) as e:
+        run(make_cfg(SMALL + ["algorithm.selection_size=6"]), finished)
+    assert needle in str(e.value) and "\n" not in str(e.value) and "overwrite=true" in str(e.value)
+    assert snapshot(finished) == before
+
+
+def test_an_edited_config_of_a_finished_run_is_refused_under_either_config(finished):
+    config = finished / "config.yaml"
+    config.write_text(config.read_text().replace("seed: 0", "seed: 1"))
+    with pytest.raises(ConfigError, match="seed: 1 -> 0"):       # the command it was run with
+        run(make_cfg(SMALL + ["algorithm.selection_size=6"]), finished)
+    with pytest.raises(ConfigError, match="config.yaml was changed after the run finished"):   # the edited one
+        run(make_cfg(SMALL + ["algorithm.selection_size=6", "seed=1"]), finished)
+    assert json.loads((finished / "summary.json").read_text())["seed"] == 0
+
+
+def test_an_untouched_finished_run_is_recognised_and_its_seal_lists_its_tables(finished):
+    summary = json.loads((finished / "summary.json").read_text())
+    assert set(summary["integrity"]["files"]) >= {"metrics.csv", "assignments.csv"}
+    again = run(make_cfg(SMALL + ["algorithm.selection_size=6", "progress=true"]), finished)   # a volatile key
+    assert again.get("already_complete")
+
+
+# -- 4 + 5. One line, exit 2, nothing left ---------------------------------------------------------
+
+@pytest.mark.parametrize("args, needle", [
+    (["train.lr=abc"], "train.lr=abc: wrong type for train.lr; allowed: a number"),
+    (["partition.num_clients=1.5"], "partition.num_clients=1.5: wrong type"),
+    (["rouns=3"], "rouns is not a setting (did you mean rounds?)"),
+    (["+rouns=3"], "rouns (did you mean rounds?) is not a fedcluster setting"),
+    (["+algorithm.trim=1"], "algorithm.trim"),
+    (["algorithm=nope"], "algorithm=nope is unknown; allowed: cfl"),
+    (["+preset=nope"], "preset=nope is unknown; allowed: cam/table1"),
+    (["model.hidden=abc"], "model.hidden is not a setting"),
+    (["train=3"], "train is a group of settings"),
+    (["hydra.run.dir=my", "dir"], "cannot read the argument 'dir'"),
+    (["engine=fast"], "engine='fast' is unknown"),
+])
+def test_composition_errors_are_one_line_and_leave_nothing(tmp_path, args, needle):
+    out = tmp_path / "X" / "a" / "b" / "c"
+    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={out}", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    one_line_error(proc, needle)
+    assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
+
+
+def test_hydra_full_error_still_gives_the_full_trace(tmp_path):
+    proc = subprocess.run([_fedcluster(), "train.lr=abc", f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_an_empty_run_directory_is_refused(tmp_path):
+    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", "hydra.run.dir="], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    one_line_error(proc, "output directory is empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_option_and_preset_declares_all_its_keys():
+    from fedcluster.composition import undeclared_keys
+    from conftest import CONF
+    for group in ("dataset", "partition", "model", "algorithm", "hardware"):
+        for f in sorted((CONF / group).glob("*.yaml")):
+            assert undeclared_keys(make_cfg([f"{group}={f.stem}"])) == [], f
+    for f in sorted((CONF / "preset").rglob("*.yaml")):
+        preset = str(f.relative_to(CONF / "preset"))[:-5]
+        assert undeclared_keys(make_cfg([f"+preset={preset}"])) == [], preset
+    assert undeclared_keys(make_cfg(["+rouns=3", "+train.lrr=1"])) == ["rouns (did you mean rounds?)",
+                                                                         "train.lrr (did you mean lr?)"]
+
+
+def test_a_refusal_after_the_directory_exists_removes_only_what_it_created(tmp_path, monkeypatch):
+    """A check that can only run once the data is built (here: a forced failure while building)
+    removes the run directory and the parents this process created, and nothing else."""
+    import fedcluster.runner as runner_module
+    (tmp_path / "X").mkdir()
+
+    def fails(cfg):
+        raise ConfigError("dataset: forced failure while building")
+    monkeypatch.setattr(runner_module, "build", fails)
+    with pytest.raises(ConfigError, match="forced failure"):
+        run(make_cfg(SMALL), tmp_path / "X" / "a" / "b" / "c")
+    assert (tmp_path / "X").is_dir() and list((tmp_path / "X").iterdir()) == []
+
+
+# -- 5. Stop signals ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
+def test_scheduler_signals_stop_like_ctrl_c_and_the_same_command_resumes(tmp_path, sig):
+    out = tmp_path / "run"
+    args = ["rounds=40", "checkpoint_every=2", "plots=false", f"hydra.run.dir={out}"]
+    proc = start(*args, cwd=tmp_path)
+    wait_for(out / CHECKPOINT, proc)
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 128 + sig, err
+    found = lines(err)
+    assert len(found) == 1 and f"interrupted by {signal.Signals(sig).name} after" in found[0] \
+        and "resumes from the checkpoint after round" in found[0], err
+    resumed = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    reference = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args[:-1],
+                                f"hydra.run.dir={tmp_path / 'ref'}"], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=300)
+    assert reference.returncode == 0
+    assert (out / "metrics.csv").read_bytes() == (tmp_path / "ref" / "metrics.csv").read_bytes()
+
+
+def test_a_stop_during_a_write_waits_for_the_write(tmp_path):
+    """signals.deferred holds a stop until the block ends, then raises it."""
+    signals.install()
+    try:
+        done = []
+        with pytest.raises(signals.Stopped) as e:
+            with signals.deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                done.append("write finished")
+        assert done == ["write finished"] and e.value.signum == signal.SIGTERM
+        assert signals.exit_code(e.value) == 143
+    finally:
+        for s in signals.STOP_SIGNALS:
+            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+
+
+# -- 5. Write faults --------------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (needs the privilege to mount; skipped without it)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not privileged)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_read_only_directory_mid_run_is_one_line_and_the_run_resumes_after(tmp_path, monkeypatch, uninterrupted):
+    """The file system turns read-only after the third checkpoint (every rename into the run
+    directory then fails with EROFS, as on a remounted disk)."""
+    import errno
+    import fedcluster.io as fio
+    from fedcluster.errors import RunFault
+    out = tmp_path / "run"
+    overrides = SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst, *a, **kw):
+        if str(dst).startswith(str(out)) and Path(dst).name == CHECKPOINT:
+            calls.append(dst)
+        if len(calls) > 3 and str(dst).startswith(str(out)):
+            raise OSError(errno.EROFS, "Read-only file system", str(dst))
+        return real_replace(src, dst, *a, **kw)
+    monkeypatch.setattr(fio.os, "replace", replace)
+    with pytest.raises(RunFault) as e:
+        run(make_cfg(overrides), out)
+    message = str(e.value)
+    assert "\n" not in message and "cannot write" in message and "Read-only file system" in message \
+        and "resumes from the checkpoint after round 3" in message, message
+    monkeypatch.setattr(fio.os, "replace", real_replace)
+    run(make_cfg(overrides), out)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "metrics.csv"), uninterrupted)
+
+
+def test_a_full_disk_mid_run_is_one_line_and_the_run_resumes_after(tmp_path, small_disk):
+    fault = "full"
+    out = small_disk / "run"
+    args = ["rounds=60", "checkpoint_every=2", "plots=false", f"hydra.run.dir={out}"]
+    proc = start(*args, cwd=tmp_path)
+    wait_for(out / CHECKPOINT, proc)
+    if fault == "full":
+        subprocess.run(["dd", "if=/dev/zero", f"of={small_disk / 'filler'}", "bs=64k"], capture_output=True)
+    else:
+        subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    err = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 1, err
+    found = lines(err)
+    reason = "No space left on device" if fault == "full" else "Read-only file system"
+    assert len(found) == 1 and "cannot write" in found[0] and reason in found[0] \
+        and "resumes from the checkpoint after round" in found[0], err
+    if fault == "full":
+        (small_disk / "filler").unlink()
+    else:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    resumed = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    reference = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args[:-1],
+                                f"hydra.run.dir={tmp_path / 'ref'}"], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=300)
+    assert reference.returncode == 0
+    assert (out / "metrics.csv").read_bytes() == (tmp_path / "ref" / "metrics.csv").read_bytes()
