@@ -259,6 +259,7 @@ def test_ari_by_round_with_none_entries(tmp_path):
     is a true round; the figure is written."""
     preset = {"table": "clove_linreg", "rounds": 6,
               "algorithm": {"_target_": "fedcluster.algorithms.CLoVE", "name": "clove"},
+              "partition": {"_target_": "fedcluster.partitions.Clustered", "name": "clustered", "num_clients": 6},
               "dataset": {"_target_": "fedcluster.data.SeparatedRegression", "name": "separated_regression",
                           "delta": 0.1}}
     curve = [None, None, None, 0.5, 0.95, 1.0]
@@ -298,7 +299,8 @@ def test_sub_tables_per_other_varying_key(tmp_path):
 def test_cam_keeps_one_k_free_run_per_seed(tmp_path):
     """FedAvg run once per K of a client-wise sweep: the same run twice, one kept per seed."""
     cam = {"table": "cam_table2", "dataset": {"_target_": "fedcluster.data.ImageSource", "name": "fashion_mnist"},
-           "partition": {"_target_": "fedcluster.partitions.DirichletLabels", "name": "dirichlet", "num_clients": 10}}
+           "partition": {"_target_": "fedcluster.partitions.DirichletLabels", "name": "dirichlet", "num_clients": 10},
+           "model": {"_target_": "fedcluster.models.LeNetCNN", "name": "lenet"}}
     extra = {"local": {"local_test_accuracy": 0.8, "local_test_macro_f1": 0.5}}
     for K in (5, 10):
         make_run(tmp_path / f"fedavg_K{K}", 0, dict(cam, num_clusters=K, algorithm={

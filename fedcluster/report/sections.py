@@ -1,5 +1,7 @@
 """A report's sections: the runs of one paper table (or of none), split into sub-tables by the
-config keys the table does not lay out; their CSV frames and the ARI-over-rounds figure.
+config keys the table does not lay out; their CSV frames and the ARI-over-rounds figure. A run
+is put beside a paper's numbers only when the table's Spec accepts its algorithm, data and model;
+the others are shown in the generic table with a note saying why (`sections_for`).
 
 `tables` is imported as a module and read at call time: its paper modules import report.cells,
 so either package may be imported first without a circular-import error."""
@@ -8,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
@@ -44,11 +46,13 @@ def _key_note(consumed: List[str], split: List[str]) -> str:
         parts.append(f"one table per combination of: {', '.join(split)}")
     return f"Config keys that vary between these runs ({'; '.join(parts)})."
 
-def build_section(name: str, runs: List[Run]) -> Section:
+def build_section(name: str, runs: List[Run], notes: Sequence[str] = ()) -> Section:
     """One table's runs -> its cells (runs differing only in seed), split into sub-tables by
-    the varying keys the table does not lay out, each built by the table's function."""
+    the varying keys the table does not lay out, each built by the table's function. `notes`
+    go first under the title. In the generic section (name "") `table` is a key like any other:
+    runs that left different paper tables are told apart by it."""
     spec: tables.Spec = tables.TABLES.get(name, tables.GENERIC)
-    varying = [k for k in varying_keys(runs) if k != "table"]
+    varying = [k for k in varying_keys(runs) if k != "table" or not name]
     cells = make_cells(runs, varying)
     consumed = [k for k in varying if matches(k, spec.consumes)]
     split = [k for k in varying if k not in consumed]
@@ -58,18 +62,54 @@ def build_section(name: str, runs: List[Run]) -> Section:
         table.cells, table.laid_out = members, consumed
         table.split = [(k, members[0].value(k)) for k in split]
         parts.append((subtitle, table))
-    notes = [_key_note(consumed, split), STD_NOTE]
+    notes = list(notes) + [_key_note(consumed, split), STD_NOTE]
     title = spec.title if name in tables.TABLES or not name else f"{spec.title}; table: {name}"
     return Section(name, title, notes, parts)
 
+# How many run directories a note names per reason before it says "and N more".
+SHOWN_PATHS = 5
+
+def _paths(runs: List[Run]) -> str:
+    shown = ", ".join(str(r.path) for r in runs[:SHOWN_PATHS])
+    return shown + (f" and {len(runs) - SHOWN_PATHS} more" if len(runs) > SHOWN_PATHS else "")
+
+def _moved_note(spec: tables.Spec, moved: List[Tuple[Run, List[str]]]) -> str:
+    """'Runs not shown under <table> because their config is not that table's: <dir>: <why>'
+    (directories with the same reasons named together)."""
+    by_reason: Dict[str, List[Run]] = {}
+    for run, why in moved:
+        by_reason.setdefault("; ".join(why), []).append(run)
+    listed = "; ".join(f"{_paths(rs)}: {why}" for why, rs in by_reason.items())
+    return f"Runs not shown under {spec.heading} because their config is not that table's: {listed}."
+
 def sections_for(runs: List[Run]) -> List[Section]:
-    """Runs grouped by the `table` their preset set (paper tables first, in tables.TABLES order)."""
-    by_table = {}
+    """Runs grouped by the `table` their preset set (paper tables first, in tables.TABLES order).
+    A run is placed in a paper table only if the table's Spec accepts its algorithm, data and
+    model (Spec.identity: e.g. `+preset=fedsoft/table1_synthetic algorithm=ifca` is no FedSoft
+    Table 1 run); any other run goes to the generic table, whose notes say why for each run, and
+    the paper table (where it still has runs) says how many left it."""
+    by_table: Dict[str, List[Run]] = {}
+    moved: Dict[str, List[Tuple[Run, List[str]]]] = {}
     for r in runs:
         name = r.value("table")
-        by_table.setdefault(name if isinstance(name, str) else "", []).append(r)
+        name = name if isinstance(name, str) else ""
+        spec = tables.TABLES.get(name)
+        why = spec.mismatches(r) if spec is not None else []
+        if why:
+            moved.setdefault(name, []).append((r, why))
+            name = ""
+        by_table.setdefault(name, []).append(r)
     order = [n for n in tables.TABLES if n in by_table] + sorted(n for n in by_table if n not in tables.TABLES)
-    return [build_section(n, by_table[n]) for n in order]
+    sections = []
+    for n in order:
+        if n:
+            left = len(moved.get(n, []))
+            notes = [f"{left} run(s) with table: {n} are not in this table: their config is not its setting "
+                     "(see the generic table of runs)."] if left else []
+        else:
+            notes = [_moved_note(tables.TABLES[t], moved[t]) for t in tables.TABLES if t in moved]
+        sections.append(build_section(n, by_table[n], notes))
+    return sections
 
 def csv_frame(section: Section, which: int) -> Optional[pd.DataFrame]:
     """A section's main frame (which = 0) or its n-th extra frame, all sub-tables stacked,

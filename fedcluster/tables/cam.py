@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..report.cells import DASH, Stat
 from ..report.runs import ABSENT, Cell, Run, show, sort_key
-from .common import Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
+from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 
 
 # Fed-CAM (Ma et al., ../shared/papers/cam-fedcam.txt), Tables 1-2: test accuracy and macro-F1 (%)
@@ -210,8 +210,16 @@ def table_cam(cells, ctx) -> Table:
 _CAM_KEYS = ("dataset.name", "partition.name", "algorithm.name", "num_clusters", "partition.num_clusters",
              "algorithm.num_clusters", "algorithm.base.num_clusters")
 
+def _cam_runs(table: str) -> Identity:
+    """A Fed-CAM table's runs (common.Identity): its eight methods on the data sets and partitions
+    its paper numbers are for, with the LeNet-style CNN the presets use for the paper's CNN."""
+    return Identity.of(algorithm=CAM_METHODS, dataset=[d for t, d, _ in FEDCAM_TABLES if t == table],
+                       model=("lenet",), partition=[p for t, _, p in FEDCAM_TABLES if t == table])
+
 
 TABLES: Dict[str, Spec] = {
-    "cam_table1": Spec("Fed-CAM Table 1 (cluster-wise non-IID)", table_cam, _CAM_KEYS, FEDCAM_PROTOCOL),
-    "cam_table2": Spec("Fed-CAM Table 2 (client-wise non-IID)", table_cam, _CAM_KEYS, FEDCAM_PROTOCOL),
+    "cam_table1": Spec("Fed-CAM Table 1 (cluster-wise non-IID)", table_cam, _CAM_KEYS, FEDCAM_PROTOCOL,
+                       _cam_runs("cam_table1")),
+    "cam_table2": Spec("Fed-CAM Table 2 (client-wise non-IID)", table_cam, _CAM_KEYS, FEDCAM_PROTOCOL,
+                       _cam_runs("cam_table2")),
 }

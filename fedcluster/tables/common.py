@@ -35,6 +35,42 @@ class Protocol:
     training_pool: Optional[str] = None
     dataset: Optional[str] = None
 
+# -- Identities: which runs a paper table is for. A run whose algorithm, data or model is not the
+# table's is never placed beside the paper's numbers (report/sections.py moves it to the generic
+# table with a note); the Protocol above only labels differences in scale (rounds, clients, sizes).
+@dataclass(frozen=True)
+class Identity:
+    """The config values a paper table's runs must have: per dotted key, the values the table's
+    setting allows (its methods, data sets, model, and the partitions it lays out). `of` builds
+    one; tests/test_report_labels.py composes every preset and checks that its runs are accepted
+    by its table and that every allowed value comes from a preset or the paper's own table."""
+    allowed: Tuple[Tuple[str, Tuple[object, ...]], ...]
+
+    @classmethod
+    def of(cls, algorithm: Sequence[str], dataset: Sequence[str], model: Sequence[str],
+           partition: Optional[Sequence[str]] = None, extra: Optional[Dict[str, Sequence]] = None) -> "Identity":
+        """algorithm.name, dataset.name, model.name (and partition.name, further keys) allowed."""
+        keys = {"algorithm.name": algorithm, "dataset.name": dataset, "model.name": model}
+        if partition is not None:
+            keys["partition.name"] = partition
+        keys.update(extra or {})
+        return cls(tuple((k, tuple(unique(v))) for k, v in keys.items()))
+
+    def values(self, key: str) -> Optional[Tuple[object, ...]]:
+        """The allowed values of `key` (None: the table does not restrict it)."""
+        return dict(self.allowed).get(key)
+
+    def mismatches(self, run: Run) -> List[str]:
+        """'algorithm.name ifca (the table's: fedsoft)' for each key whose value the run has
+        and the table does not allow (a key missing from the run's config mismatches too: the
+        report cannot tell that the run is the table's)."""
+        out = []
+        for key, values in self.allowed:
+            have = run.value(key)
+            if not any(have == v and isinstance(have, bool) == isinstance(v, bool) for v in values):
+                out.append(f"{key} {show(have)} (the table's: {', '.join(show(v) for v in values)})")
+        return out
+
 @dataclass
 class Context:
     """What a table function needs besides its cells: the table's name (for the paper's
@@ -188,11 +224,29 @@ def runs_of(cells: Sequence[Cell]) -> List[Run]:
 @dataclass(frozen=True)
 class Spec:
     """A table: its title, its function, and the config keys it lays out (shell patterns).
-    Any other key that varies splits the runs into one sub-table per combination."""
+    Any other key that varies splits the runs into one sub-table per combination. `identity`:
+    which runs are the table's (every paper table has one; a run it does not accept is shown
+    in the generic table instead, see report/sections.py); None accepts every run."""
     title: str
     build: Callable
     consumes: Tuple[str, ...]
     protocol: Optional["Protocol"] = None
+    identity: Optional[Identity] = None
+
+    @property
+    def heading(self) -> str:
+        """The title up to its first ': ' outside parentheses (e.g. 'FedSoft Table 1 (synthetic)'),
+        for notes that name the table."""
+        depth = 0
+        for i, ch in enumerate(self.title):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and self.title.startswith(": ", i):
+                return self.title[:i]
+        return self.title
+
+    def mismatches(self, run: Run) -> List[str]:
+        """Why `run` is not this table's (empty: it is)."""
+        return self.identity.mismatches(run) if self.identity is not None else []
 
 
 CONTEXT_KEYS = ("algorithm.name", "dataset.name", "partition.name", "model.name", "rounds")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..report.cells import DASH, Stat
 from ..report.runs import Cell, Run, sort_key
-from .common import (Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, paper_label,
+from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, paper_label,
                      paper_matched, protocol_gaps)
 
 
@@ -62,6 +62,28 @@ FEDSOFT_TABLE5_LAMBDA = {
 FEDSOFT_SYNTHETIC_PROTOCOL = Protocol(rounds=50, num_clients=100, samples_per_client=(100, 200), dataset="synthetic")
 
 FEDSOFT_LETTERS_PROTOCOL = Protocol(rounds=200, num_clients=100, samples_per_client=(100, 200), dataset="emnist")
+
+# Which runs each table is for (common.Identity). FedSoft's own runs use fedsoft (fedsoft_letters and
+# fedsoft_cifar are its letters and CIFAR settings, also named fedsoft); Table 2 compares it with IFCA
+# and FedEM (fedem_top: FedEM scored by its largest-weight component, as FedSoft scored it). The
+# synthetic tables are linear regression on S = 2 (Tables 1, 6) or S = 8 (Table 3) distributions.
+FEDSOFT_PARTITIONS = ("mix_10_90", "mix_30_70", "linear", "random")
+
+def _synthetic(partitions, distributions: int) -> Identity:
+    return Identity.of(algorithm=("fedsoft",), dataset=("synthetic",), model=("linear",), partition=partitions,
+                       extra={"dataset.num_distributions": (distributions,)})
+
+FEDSOFT_TABLE1_RUNS = _synthetic(tuple(FEDSOFT_TABLE1_SYNTHETIC_MSE), 2)
+FEDSOFT_TABLE3_RUNS = _synthetic(("random",), len(FEDSOFT_TABLE3_SYNTHETIC_MSE))
+FEDSOFT_TABLE6_RUNS = _synthetic(("random",), 2)
+# Table 2's setting on EMNIST letters (fedsoft/letters, letters_table4), on Fashion-MNIST 0/90
+# (fedsoft/table2_fmnist) and on CIFAR-10 (fedsoft/cifar, App. C Tables 7, 8), each with its paper model.
+FEDSOFT_TABLE2_RUNS = Identity.of(algorithm=("fedsoft", "ifca", "fedem", "fedem_top"),
+                                  dataset=("emnist", "fashion_mnist", "cifar10"), model=("letters_cnn", "cifar_cnn"),
+                                  partition=FEDSOFT_PARTITIONS)
+# Table 5: letters (the preset's documented alternative: Fashion-MNIST 0/90), linear partition.
+FEDSOFT_TABLE5_RUNS = Identity.of(algorithm=("fedsoft",), dataset=("emnist", "fashion_mnist"), model=("letters_cnn",),
+                                  partition=("linear",))
 
 def _mixture_table(cells, ctx, metric, paper_table, label, keyfunc, order=None) -> Table:
     """FedSoft Tables 1 and 6: per group (partition or sigma0) each center's test metric on each
@@ -237,24 +259,24 @@ TABLES: Dict[str, Spec] = {
     "fedsoft_table1_synthetic": Spec(
         "FedSoft Table 1 (synthetic): test MSE of each center on each distribution's held-out test set. "
         "c(theta_j) = the center matched to theta_j (Hungarian on test MSE); paper's centers relabelled the same way",
-        table_fedsoft_table1, ("partition.name",), FEDSOFT_SYNTHETIC_PROTOCOL),
+        table_fedsoft_table1, ("partition.name",), FEDSOFT_SYNTHETIC_PROTOCOL, FEDSOFT_TABLE1_RUNS),
     "fedsoft_table3_synthetic": Spec(
         "FedSoft Table 3 (8 synthetic distributions, random partition): test MSE of the center matched to each "
         "distribution vs the best other center. Paper: best and worst center per row", table_fedsoft_table3, (),
-        FEDSOFT_SYNTHETIC_PROTOCOL),
+        FEDSOFT_SYNTHETIC_PROTOCOL, FEDSOFT_TABLE3_RUNS),
     "fedsoft_table6_sigma0": Spec(
         "FedSoft Table 6 (sigma0 study, random partition): test MSE of matched centers, and local models on "
         "held-out local test data and on training data (the paper's w-bar is on training data)",
-        table_fedsoft_table6, ("dataset.theta_var",), FEDSOFT_SYNTHETIC_PROTOCOL),
+        table_fedsoft_table6, ("dataset.theta_var",), FEDSOFT_SYNTHETIC_PROTOCOL, FEDSOFT_TABLE6_RUNS),
     "fedsoft_table2": Spec(
         "FedSoft Table 2 protocol: c*(d) = accuracy of the center best on distribution d (its index per seed in "
         "parentheses); w-bar = mean accuracy of each client's local predictor on its held-out local test data, and "
         "on its training data (what the paper's code scored). fedem predicts with its mixture, fedem_top with its "
         "largest-weight component (as FedSoft scored FedEM). Paper columns: EMNIST letters (lower/upper case), "
         "not necessarily the data set of our rows", table_fedsoft_table2, ("partition.name", "algorithm.name"),
-        FEDSOFT_LETTERS_PROTOCOL),
+        FEDSOFT_LETTERS_PROTOCOL, FEDSOFT_TABLE2_RUNS),
     "fedsoft_table5": Spec(
         "FedSoft Table 5 (lambda study, linear partition): accuracy of each center on each distribution and w-bar; "
         "paper columns are EMNIST letters (rows: lower, upper case)", table_fedsoft_table5, ("algorithm.lam",),
-        FEDSOFT_LETTERS_PROTOCOL),
+        FEDSOFT_LETTERS_PROTOCOL, FEDSOFT_TABLE5_RUNS),
 }
