@@ -330,5 +330,23 @@ out=$("$REPORT" "$grid" 2>&1); rc=$?
 [ $rc -eq 0 ] && [[ "$out" == *"$(basename "$(dirname "$cut")")"* ]] && [[ "$out" != *Traceback* ]] \
   && ok "report: a truncated summary.json is listed as skipped" || bad "report truncated summary" "rc=$rc ${out:0:300}"
 
+echo "== report labels: a run is placed beside a paper's numbers only if it is that table's run"
+d="$work/labels_ifca"
+"$FC" +preset=fedsoft/table1_synthetic algorithm=ifca "${BASE[@]}" \
+  hydra.sweeper.params.seed=0 hydra.sweeper.params.partition=linear "hydra.sweep.dir=$d" >/dev/null 2>&1
+out=$("$REPORT" "$d" 2>&1); rc=$?
+[ "$rc" -eq 0 ] && [[ "$out" != *"## FedSoft Table 1"* ]] && [ ! -e "$d/report_fedsoft_table1_synthetic.csv" ] \
+   && [[ "$out" == *"not shown under FedSoft Table 1 (synthetic)"*"algorithm.name ifca (the table's: fedsoft)"* ]] \
+  && ok "report: the FedSoft Table 1 preset run with algorithm=ifca is not under FedSoft Table 1" \
+  || bad "report labels: algorithm=ifca" "rc=$rc out=${out:0:300}"
+d="$work/labels_data"
+"$FC" +preset=fedsoft/table1_synthetic dataset=separated_regression dataset.num_distributions=2 \
+  algorithm.selection_size=5 "${BASE[@]}" hydra.sweeper.params.seed=0 hydra.sweeper.params.partition=linear \
+  "hydra.sweep.dir=$d" >/dev/null 2>&1
+out=$("$REPORT" "$d" 2>&1); rc=$?
+[ "$rc" -eq 0 ] && [[ "$out" != *"## FedSoft Table 1"* ]] && [[ "$out" == *"dataset.name separated_regression (the table's: synthetic)"* ]] \
+  && ok "report: the FedSoft Table 1 preset on another data set is not under FedSoft Table 1" \
+  || bad "report labels: other data set" "rc=$rc out=${out:0:300}"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
