@@ -83,6 +83,8 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
             m = re.search(r"could not be converted to (\w+)", text)
             if m:
                 return f"{shown}: wrong type for {key}; allowed: {TYPE_WORDS.get(m.group(1), m.group(1))}"
+            if "is not a valid bool" in text:
+                return f"{shown}: wrong type for {key}; allowed: true or false"
             m = re.search(r"Invalid type assigned: (\w+) is not a subclass of (\w+)", text)
             if m:
                 return f"{shown}: {key} is a group of settings ({m.group(2)}), not a single value; set its keys, e.g. {key}.<key>=..."

@@ -3,8 +3,6 @@ from typing import Dict
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
-from sklearn.metrics import adjusted_rand_score
 
 
 def regression_metrics(pred: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> Dict[str, torch.Tensor]:
@@ -61,6 +59,7 @@ def lower_is_better(metric: str) -> bool:
 def hungarian_match(cost: np.ndarray) -> np.ndarray:
     """cost [models, distributions] -> matched model index per distribution (-1 if unmatched,
     when there are fewer models than distributions)."""
+    from scipy.optimize import linear_sum_assignment   # imported when used (start-up time)
     rows, cols = linear_sum_assignment(cost)
     match = np.full(cost.shape[1], -1, dtype=int)
     match[cols] = rows
@@ -68,4 +67,5 @@ def hungarian_match(cost: np.ndarray) -> np.ndarray:
 
 
 def ari(truth, assigned) -> float:
+    from sklearn.metrics import adjusted_rand_score
     return float(adjusted_rand_score(np.asarray(truth), np.asarray(assigned)))

@@ -205,7 +205,7 @@ kill -STOP $owner
 e2=$("$FC" "${SMALL[@]}" rounds=30 checkpoint_every=0 "hydra.run.dir=$paused" 2>&1 >/dev/null); r2=$?
 e3=$("$FC" "${SMALL[@]}" rounds=30 checkpoint_every=0 seed=1 "hydra.run.dir=$paused" 2>&1 >/dev/null); r3=$?
 kill -CONT $owner; wait $owner; r1=$?
-seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$paused" 2>&1)
+seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(int(s) for s in pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$paused" 2>&1)
 [ $r1 -eq 0 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [[ "$e2" == *"in use"* ]] && [[ "$e3" == *"in use"* ]] && [ "$seeds" = "0 0 [0]" ] \
   && ok "owner paused (SIGSTOP): same and other config refused, nothing mixed" || bad "paused owner" "r=$r1/$r2/$r3 seeds=$seeds $e2 $e3"
 for trial in 1 2; do
@@ -217,7 +217,7 @@ for trial in 1 2; do
   wrote=$(cat "$shared".*.err | grep -c "fedcluster: wrote")
   tracebacks=$(cat "$shared".*.err | grep -c Traceback)
   multi=0; for f in "$shared".*.err; do [ "$(grep -c . "$f")" -le 1 ] || multi=1; done
-  seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$shared" 2>&1)
+  seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(int(s) for s in pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$shared" 2>&1)
   [ "$wrote" -eq 1 ] && [ "$tracebacks" -eq 0 ] && [ $multi -eq 0 ] && [[ "$seeds" =~ ^(0\ 0\ \[0\]|1\ 1\ \[1\])$ ]] \
     && ok "5 processes (2 configs) started together, trial $trial: one owner, others one line, nothing mixed" \
     || bad "started together, trial $trial" "wrote=$wrote tracebacks=$tracebacks multi=$multi seeds=$seeds"

@@ -15,7 +15,6 @@ from typing import List
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.cluster import AgglomerativeClustering
 
 from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
@@ -41,6 +40,7 @@ def bipartition(updates: torch.Tensor) -> np.ndarray:
     """Labels 0/1 from complete-linkage clustering of cosine distances between updates."""
     unit = torch.nn.functional.normalize(updates.double(), dim=1)
     distance = (1 - unit @ unit.T).clamp_min(0).cpu().numpy()
+    from sklearn.cluster import AgglomerativeClustering   # imported when used: sklearn takes ~1 s to import
     return AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete").fit_predict(distance)
 
 

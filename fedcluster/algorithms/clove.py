@@ -29,8 +29,6 @@ from typing import Optional
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import AgglomerativeClustering, KMeans
 
 from ..engine.optim import build_optimizer
 from ..errors import ConfigError
@@ -50,7 +48,9 @@ def cluster_vectors(vectors: np.ndarray, k: int, method: str, seed: int) -> np.n
     if k <= 1:
         return np.zeros(len(vectors), dtype=np.int64)
     if method == "kmeans":
+        from sklearn.cluster import KMeans   # imported when used: sklearn takes ~1 s to import
         return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(vectors).astype(np.int64)
+    from sklearn.cluster import AgglomerativeClustering
     return AgglomerativeClustering(n_clusters=k).fit_predict(vectors).astype(np.int64)
 
 
@@ -65,6 +65,7 @@ def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str
         mapping = {int(g): j for j, g in enumerate(order)}
     else:
         cost = np.stack([losses[groups == g].sum(0) for g in labels])   # [G, K]
+        from scipy.optimize import linear_sum_assignment
         rows, cols = linear_sum_assignment(cost)
         mapping = {int(labels[r]): int(c) for r, c in zip(rows, cols)}
     out = np.zeros(int(groups.max()) + 1, dtype=np.int64)

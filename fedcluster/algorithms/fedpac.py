@@ -4,7 +4,6 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
-from scipy.optimize import minimize
 
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
@@ -66,6 +65,7 @@ def solve_simplex_qp(P: np.ndarray) -> np.ndarray:
         return np.ones(1)
     scale = float(np.mean(np.abs(np.diag(P)))) or float(np.abs(P).max()) or 1.0
     Q = (P + P.T) / (2 * scale)
+    from scipy.optimize import minimize   # imported when used (start-up time of every command)
     res = minimize(lambda a: a @ Q @ a, np.full(M, 1.0 / M), jac=lambda a: 2 * Q @ a, method="SLSQP",
                    bounds=[(0.0, 1.0)] * M, constraints=[{"type": "eq", "fun": lambda a: a.sum() - 1.0,
                                                            "jac": lambda a: np.ones_like(a)}],
