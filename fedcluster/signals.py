@@ -45,8 +45,11 @@ def _handler(signum, frame) -> None:
 
 
 def install() -> None:
+    """Handle every stop signal, except one the process was started with ignored (`nohup`, a
+    background job of a script): that stays ignored, as Python leaves it."""
     for s in STOP_SIGNALS:
-        signal.signal(s, _handler)
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, _handler)
 
 
 @contextmanager
