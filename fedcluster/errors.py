@@ -42,3 +42,8 @@ class WriteFailed(OSError):
 
     def __str__(self) -> str:
         return f"cannot write {self.path} ({self.reason})"
+
+
+class DataFileError(ConfigError):
+    """A data file exists but cannot be read (truncated, not gzip, wrong format): the message
+    names the file, what is wrong with it and how to replace it."""

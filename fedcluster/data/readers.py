@@ -5,29 +5,71 @@ for in the torchvision layout under `root` (e.g. root/FashionMNIST/raw/...), gzi
 Fashion-MNIST also in Debian's flat folder. With download=True a missing set is fetched
 through torchvision (needs internet); otherwise the error says how to get it."""
 import gzip
+import math
 import pickle
+import zlib
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from ..errors import ConfigError, DataNotFoundError
+from ..errors import ConfigError, DataFileError, DataNotFoundError
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 Arrays = Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
+REPLACE_HOW = "delete it and fetch it again (dataset.download=true when online, or copy a good file there)"
+
+
+def _damaged(path: Path, what: str) -> DataFileError:
+    return DataFileError(f"{path}: {what}; the file is damaged or not what its name says: {REPLACE_HOW}")
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when its name ends in .gz; a damaged file is a DataFileError."""
+    try:
+        if str(path).endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        return Path(path).read_bytes()
+    except gzip.BadGzipFile:
+        raise _damaged(path, "not gzip (its name ends in .gz but it does not start with the gzip signature)") from None
+    except EOFError:
+        raise _damaged(path, "truncated gzip (the compressed stream ends before its end marker)") from None
+    except zlib.error as e:
+        raise _damaged(path, f"corrupt gzip ({e})") from None
+    except IsADirectoryError:
+        raise DataFileError(f"{path} is a directory, not a data file; remove it or point dataset.root elsewhere") from None
+    except OSError as e:
+        raise DataFileError(f"{path}: cannot be read ({e.strerror or e}); check its permissions") from None
+
+
 def read_idx(path: Path) -> np.ndarray:
-    """IDX file (LeCun's MNIST format), optionally gzipped."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    if data[0] != 0 or data[1] != 0 or data[2] != 0x08:
-        raise ValueError(f"{path} is not an unsigned-byte IDX file (magic {data[:4].hex()})")
+    """IDX file (LeCun's MNIST format), optionally gzipped. A file that is empty, not gzip,
+    not an unsigned-byte IDX file, or shorter or longer than its header says is a one-line
+    DataFileError naming the file."""
+    data = _read_bytes(path)
+    if not data:
+        raise _damaged(path, "empty file (0 bytes)")
+    if len(data) < 4:
+        raise _damaged(path, f"{len(data)} bytes, shorter than the 4-byte IDX magic number")
+    if data[0] != 0 or data[1] != 0 or data[2] != 0x08 or data[3] == 0:
+        raise _damaged(path, f"wrong magic 0x{data[:4].hex()}; expected an unsigned-byte IDX file (0x000008NN, "
+                             "NN the number of dimensions)")
     ndim = data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise _damaged(path, f"truncated: its {ndim}-dimensional IDX header needs {header} bytes, file has {len(data)}")
     shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+    expected, body = math.prod(shape), len(data) - header
+    if body != expected:
+        dims = "x".join(map(str, shape))
+        if body < expected:
+            raise _damaged(path, f"truncated: header says {dims} = {expected:,} bytes, file has {body:,}")
+        raise _damaged(path, f"{body - expected:,} bytes longer than its header's {dims} = {expected:,} bytes")
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
 def _find(folders: List[Path], name: str) -> Optional[Path]:
@@ -51,6 +93,15 @@ def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, do
     if missing:
         raise DataNotFoundError(f"{dataset}: {missing[0]} not found in {', '.join(map(str, folders))}; {how_to_get}")
     tx, ty, vx, vy = (read_idx(p) for p in paths)
+    for images, labels, image_path, label_path in ((tx, ty, paths[0], paths[1]), (vx, vy, paths[2], paths[3])):
+        if images.ndim != 3:
+            raise _damaged(image_path, f"holds a {images.ndim}-dimensional array {images.shape}; expected images "
+                                       "(count x height x width)")
+        if labels.ndim != 1:
+            raise _damaged(label_path, f"holds a {labels.ndim}-dimensional array {labels.shape}; expected labels (count)")
+        if len(images) != len(labels) or len(images) == 0:
+            raise DataFileError(f"{image_path} holds {len(images):,} images but {label_path} holds {len(labels):,} "
+                                f"labels; expected the same non-zero count: {REPLACE_HOW}")
     as_images = lambda a: torch.from_numpy(a.copy()).unsqueeze(1)
     return as_images(tx), torch.from_numpy(ty.astype(np.int64)), as_images(vx), torch.from_numpy(vy.astype(np.int64))
 
@@ -97,13 +148,35 @@ def cifar10(root: Path, download: bool = False) -> Arrays:
     def load(paths):
         xs, ys = [], []
         for p in paths:
-            with open(p, "rb") as f:
-                batch = pickle.load(f, encoding="bytes")
-            xs.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
-            ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
+            x, y = _cifar_batch(p)
+            xs.append(x)
+            ys.append(y)
         return torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys))
 
     return (*load(files[:5]), *load(files[5:]))
+
+
+def _cifar_batch(path: Path):
+    """(images [n, 3, 32, 32] uint8, labels [n]) of one pickled CIFAR-10 batch; a file that is
+    not one is a DataFileError naming it."""
+    raw = _read_bytes(path)
+    if not raw:
+        raise _damaged(path, "empty file (0 bytes)")
+    try:
+        batch = pickle.loads(raw, encoding="bytes")
+    except Exception as e:   # noqa: BLE001 -- unpickling garbage raises many kinds of error
+        reason = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+        raise _damaged(path, f"not a pickled CIFAR-10 batch ({type(e).__name__}: {reason})") from None
+    if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+        raise _damaged(path, "not a CIFAR-10 batch (expected a pickled dict with b'data' and b'labels')")
+    try:
+        x = np.asarray(batch[b"data"], dtype=np.uint8)
+        y = np.asarray(batch[b"labels"], dtype=np.int64)
+    except (TypeError, ValueError) as e:
+        raise _damaged(path, f"not a CIFAR-10 batch ({e})") from None
+    if x.ndim != 2 or x.shape[1] != 3 * 32 * 32 or y.ndim != 1 or len(x) != len(y) or len(y) == 0:
+        raise _damaged(path, f"not a CIFAR-10 batch: data {x.shape}, labels {y.shape}; expected [n, 3072] and [n], n >= 1")
+    return x.reshape(-1, 3, 32, 32), y
 
 
 def sklearn_digits(root: Path = None, download: bool = False, test_fraction: float = 0.25) -> Arrays:

@@ -22,7 +22,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ..errors import ConfigError, DataNotFoundError
+from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
 
 AMAZON_DOMAINS = ("books", "dvd", "electronics", "kitchen")
@@ -32,12 +32,24 @@ PAD, UNKNOWN = 0, 1
 def read_ag_news_csv(path: Path) -> Tuple[List[str], np.ndarray]:
     """(texts, labels 0-3) of one AG News CSV file."""
     texts, labels = [], []
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.reader(f):
-            if len(row) < 3:
-                continue
-            labels.append(int(row[0]) - 1)
-            texts.append(" ".join(row[1:]).replace("\\", " "))
+    fix = "the file is damaged or not AG News: replace it with the data set's train.csv / test.csv"
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            for line, row in enumerate(csv.reader(f), 1):
+                if len(row) < 3:
+                    continue
+                if row[0].strip() not in ("1", "2", "3", "4"):
+                    raise DataFileError(f"{path}, line {line}: class index {row[0][:20]!r} is not 1-4; {fix}")
+                labels.append(int(row[0]) - 1)
+                texts.append(" ".join(row[1:]).replace("\\", " "))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise DataFileError(f"{path}: not a UTF-8 CSV file ({str(e).splitlines()[0][:100]}); {fix}") from None
+    except IsADirectoryError:
+        raise DataFileError(f"{path} is a directory, not a CSV file; {fix}") from None
+    except OSError as e:
+        raise DataFileError(f"{path}: cannot be read ({e.strerror or e}); check its permissions") from None
+    if not labels:
+        raise DataFileError(f"{path}: no rows of the form class,title,description; {fix}")
     return texts, np.array(labels, dtype=np.int64)
 
 
@@ -54,7 +66,14 @@ def token_ids(texts: Sequence[str], vocabulary: dict, analyzer, max_len: int) ->
 def read_review_file(path: Path) -> Tuple[List[dict], List[int]]:
     """({feature: count} per review, label 1 positive / 0 negative) of one processed_acl file."""
     reviews, labels = [], []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    fix = "the file is damaged or not a processed_acl review file: replace it"
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except IsADirectoryError:
+        raise DataFileError(f"{path} is a directory, not a review file; {fix}") from None
+    except OSError as e:
+        raise DataFileError(f"{path}: cannot be read ({e.strerror or e}); check its permissions") from None
+    with f:
         for line in f:
             feats, label = {}, None
             for item in line.split():
@@ -66,6 +85,8 @@ def read_review_file(path: Path) -> Tuple[List[dict], List[int]]:
             if label is not None:
                 reviews.append(feats)
                 labels.append(label)
+    if not labels:
+        raise DataFileError(f"{path}: no line ends with a '#label#:positive' or '#label#:negative' item; {fix}")
     return reviews, labels
 
 
