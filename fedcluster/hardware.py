@@ -7,6 +7,7 @@ from .engine.precision import set_precision
 from .errors import ConfigError
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+CPU_PRECISIONS = ("fp32", "bf16")   # tf32 is TensorFloat-32 matrix units of NVIDIA GPUs
 
 
 @dataclass
@@ -24,7 +25,11 @@ class Hardware:
                 "(torch.cuda.is_available() is False); run with hardware=cpu")
         if self.dtype not in _DTYPES:
             raise ConfigError(f"hardware.dtype={self.dtype!r} is not allowed; use one of {sorted(_DTYPES)}")
-        set_precision(self.precision, "cuda" if self.device.startswith("cuda") else "cpu")
+        device_type = "cuda" if self.device.startswith("cuda") else "cpu"
+        if device_type == "cpu" and self.precision == "tf32":
+            raise ConfigError(f"hardware.precision={self.precision!r} is an NVIDIA GPU mode and has no effect on "
+                              f"hardware.device={self.device!r}; allowed on a CPU: {list(CPU_PRECISIONS)}")
+        set_precision(self.precision, device_type)
 
     @property
     def torch_device(self) -> torch.device:

@@ -7,7 +7,7 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-from .init import initialize
+from .init import check_sizes, initialize
 
 
 class FCAutoencoder(nn.Module):
@@ -17,7 +17,7 @@ class FCAutoencoder(nn.Module):
     def __init__(self, in_shape, num_outputs: int = 0, hidden: Sequence[int] = (256, 64), init: str = "xavier"):
         super().__init__()
         self.in_shape = tuple(in_shape)
-        widths = [math.prod(in_shape), *hidden]
+        widths = [math.prod(in_shape), *check_sizes("hidden", hidden)]
         enc, dec = [], []
         for a, b in zip(widths[:-1], widths[1:]):
             enc += [nn.Linear(a, b), nn.ReLU()]
@@ -39,6 +39,8 @@ class ConvAutoencoder(nn.Module):
     def __init__(self, in_shape, num_outputs: int = 0, latent: int = 128, channels: Sequence[int] = (16, 32), init: str = "xavier"):
         super().__init__()
         c, h, w = in_shape
+        channels = check_sizes("channels", channels, length=2)
+        (latent,) = check_sizes("latent", latent)
         if h % 4 or w % 4:
             from ..errors import ConfigError
             raise ConfigError(f"model=conv_autoencoder needs image sides divisible by 4; got {h}x{w}")

@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from .init import initialize
+from .init import check_sizes, initialize
 from .pooling import MaxPool2x2
 
 
@@ -49,6 +49,8 @@ class LettersCNN(nn.Module):
 
     def __init__(self, in_shape, num_outputs: int, channels=(32, 64), hidden: int = 512, init: str = "xavier"):
         super().__init__()
+        channels = check_sizes("channels", channels, length=2)
+        (hidden,) = check_sizes("hidden", hidden)
         c = in_shape[0]
         self.features = nn.Sequential(
             nn.Conv2d(c, channels[0], 5, padding=2), MaxPool2x2(),
@@ -72,6 +74,7 @@ class CifarCNN(nn.Module):
 
     def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128, 128, 256, 256), init: str = "xavier"):
         super().__init__()
+        channels = check_sizes("channels", channels)
         layers, c = [], in_shape[0]
         for i, width in enumerate(channels):
             layers += [nn.Conv2d(c, width, 3, padding=1), nn.ReLU()]
@@ -101,6 +104,11 @@ class BatchNormCNN(nn.Module):
 
     def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128), hidden: int = 256, dropout: float = 0.5, init: str = "xavier"):
         super().__init__()
+        channels = check_sizes("channels", channels)
+        (hidden,) = check_sizes("hidden", hidden)
+        if not 0 <= dropout < 1:
+            from ..errors import ConfigError
+            raise ConfigError(f"model.dropout={dropout} is out of range; allowed: in [0, 1)")
         layers, c = [], in_shape[0]
         for width in channels:
             layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), MaxPool2x2()]

@@ -31,3 +31,17 @@ def initialize(module: nn.Module, init: str) -> None:
         raise ConfigError(f"model.init={init!r} is unknown; allowed: {list(INITS)}")
     if init == "xavier":
         xavier_normal_linear_kaiming_conv(module)
+
+
+def check_sizes(key: str, values, allow_empty: bool = False, length: int = None) -> tuple:
+    """A model's list of layer sizes (`model.<key>`) as a tuple of ints >= 1; ConfigError naming
+    the key otherwise (an empty list where a layer is needed, a wrong count, a size below 1)."""
+    sizes = tuple(values) if hasattr(values, "__iter__") and not isinstance(values, str) else (values,)
+    if length is not None and len(sizes) != length:
+        raise ConfigError(f"model.{key}={list(sizes)} has {len(sizes)} entries; allowed: exactly {length} sizes >= 1")
+    if not sizes and not allow_empty:
+        raise ConfigError(f"model.{key}=[] is empty; allowed: a list of one or more sizes >= 1")
+    bad = [s for s in sizes if isinstance(s, bool) or not isinstance(s, int) or s < 1]
+    if bad:
+        raise ConfigError(f"model.{key}={list(sizes)} holds {bad[0]!r}; allowed: sizes that are integers >= 1")
+    return sizes

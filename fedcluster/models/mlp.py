@@ -5,14 +5,14 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-from .init import initialize
+from .init import check_sizes, initialize
 
 
 class MLP(nn.Module):
     def __init__(self, in_shape, num_outputs: int, hidden: Sequence[int] = (200,), init: str = "xavier"):
         super().__init__()
         layers, width = [], math.prod(in_shape)
-        for h in hidden:
+        for h in check_sizes("hidden", hidden, allow_empty=True):   # []: a linear model
             layers += [nn.Linear(width, h), nn.ReLU()]
             width = h
         layers.append(nn.Linear(width, num_outputs))

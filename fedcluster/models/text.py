@@ -7,13 +7,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .init import initialize
+from .init import check_sizes, initialize
 
 
 class TextCNN(nn.Module):
     def __init__(self, in_shape, num_outputs: int, vocab_size: int = 20000, embed_dim: int = 64,
                  kernel_sizes: Sequence[int] = (3, 4, 5), channels: int = 64, init: str = "xavier"):
         super().__init__()
+        (vocab_size,) = check_sizes("vocab_size", vocab_size)
+        (embed_dim,) = check_sizes("embed_dim", embed_dim)
+        kernel_sizes = check_sizes("kernel_sizes", kernel_sizes)
+        (channels,) = check_sizes("channels", channels)
         self.embed = nn.Embedding(vocab_size + 2, embed_dim)    # ids 0 (padding) and 1 (unknown) first
         self.convs = nn.ModuleList(nn.Conv1d(embed_dim, channels, k) for k in kernel_sizes)
         self.fc = nn.Linear(channels * len(kernel_sizes), num_outputs)
