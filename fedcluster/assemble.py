@@ -12,8 +12,11 @@ from .algorithms.base import Federation
 from .data.budget import check_fits
 from .data.federated import as_reconstruction, carve_validation
 from .engine.local import LocalTrainer
+from .engine.losses import per_sample_loss
 from .engine.optim import build_optimizer
+from .engine.precision import autocast, full_precision
 from .errors import ConfigError
+from .metrics import model_metrics
 from .rundir import flatten
 
 ENGINES = ("auto", "batched", "looped", "sequential")
@@ -60,21 +63,87 @@ def build_data(source, partition, seed: int, fits=None):
     return as_reconstruction(data) if source.task == "reconstruction" else data
 
 
-def check_model_fits(model: torch.nn.Module, data, cfg: DictConfig) -> None:
-    """One forward pass on one training sample: a model that cannot read the data's inputs is
-    a one-line error naming both, not a traceback from inside a convolution."""
-    x = data.train.x[:1, :1].reshape(1, *data.in_shape)
+def expected_output_shape(task: str, batch: int, in_shape, num_classes: int) -> tuple:
+    """The output shape the task's loss and metrics read (engine/losses.py, metrics.py)."""
+    if task == "regression":
+        return (batch,)
+    if task == "reconstruction":
+        return (batch, *in_shape)
+    return (batch, num_classes)
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:200] if text else type(e).__name__
+
+
+def check_model_fits(model: torch.nn.Module, data, cfg: DictConfig, batch: int = 4) -> None:
+    """A dry run of what training and evaluation do with the model, on a real batch of a few
+    training samples with their targets, in the run's device, dtype and precision: one forward
+    pass, the training loss of the data's task (engine/losses.py) and the evaluation metrics
+    (metrics.py). A model that cannot read the inputs, or whose outputs do not have the shape
+    the task's loss needs (an autoencoder on labels, a classifier on reconstruction targets),
+    is a one-line error naming both, not a traceback after the run started."""
+    k = int(torch.argmax(data.train.n))            # the client with the most training samples
+    n = max(1, min(batch, int(data.train.n[k])))
+    x, y = data.train.x[k, :n], data.train.y[k, :n]
+    was_training = model.training
+    model.eval()   # leave batch-norm running statistics untouched
     try:
         with torch.no_grad():
-            model(x)
-    except (RuntimeError, ValueError, IndexError) as e:
-        reason = str(e).strip().splitlines()[0][:200]
+            with autocast():
+                out = model(x)
+            out = full_precision(out)
+            if not isinstance(out, torch.Tensor):
+                raise ValueError(f"it returns {type(out).__name__}, not a tensor")
+            expected = expected_output_shape(data.task, n, data.in_shape, data.num_classes)
+            if tuple(out.shape) != expected:
+                raise ValueError(f"it outputs shape {tuple(out.shape)} for a batch of {n}; the {data.task} "
+                                 f"loss needs {expected}")
+            loss = per_sample_loss(data.task, out, y)
+            if tuple(loss.shape) != (n,):
+                raise ValueError(f"the {data.task} loss has shape {tuple(loss.shape)}, not one value per sample")
+            mask = torch.ones(1, n, dtype=torch.bool, device=x.device)
+            model_metrics(data.task, out[None], y[None], mask, data.num_classes)
+    except ConfigError:
+        raise
+    except Exception as e:   # noqa: BLE001 -- whatever the model raises, the user gets one line
         raise ConfigError(f"model={cfg.model.name} does not fit dataset={cfg.dataset.name}'s inputs "
-                          f"(shape {tuple(data.in_shape)}): {reason}") from None
+                          f"(shape {tuple(data.in_shape)}, task {data.task}): {_reason(e)}") from None
+    finally:
+        model.train(was_training)
+
+
+def count_parameters(build_model) -> int:
+    """The model's parameter count, from a copy built on the meta device (no memory, no draws
+    from the global random stream): a model too large for memory is refused before torch
+    allocates its weights."""
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+        return sum(p.numel() for p in build_model().parameters())
+
+
+def size_keys(cfg: DictConfig, source, partition, in_shape) -> dict:
+    """`key=value` texts of the settings that drive the run's memory, for budget.check_fits."""
+    ds = cfg.dataset
+    if "dim" in ds:
+        dim = f"dataset.dim={ds.dim}"
+    elif "max_len" in ds and ds.name == "ag_news":
+        dim = f"dataset.max_len={ds.max_len}"
+    elif "vocab_size" in ds:
+        dim = f"dataset.vocab_size={ds.vocab_size}"
+    else:
+        dim = f"dataset={ds.name} (samples of shape {tuple(in_shape)})"
+    samples = None
+    for key in ("samples_per_client", "max_samples"):
+        if getattr(partition, key, None) is not None:
+            samples = f"partition.{key}={getattr(partition, key)}"
+            break
+    return {"dim": dim, "samples": samples, "model": f"model={cfg.model.name} on inputs of shape {tuple(in_shape)}"}
 
 
 def build(cfg: DictConfig):
-    """Instantiate hardware, data, model and algorithm from the composed config."""
+    """Instantiate hardware, data, model and algorithm from the composed config. The memory
+    the run needs is checked before any data is drawn or the model allocated."""
     hw = make(cfg.hardware)
     source = make(cfg.dataset, seed=cfg.seed)
     partition = make(cfg.partition)
@@ -88,19 +157,19 @@ def build(cfg: DictConfig):
             cause = e.__cause__ or e
             if isinstance(cause, ConfigError):
                 raise cause
-            reason = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
             raise ConfigError(f"model={cfg.model.name} does not fit dataset={cfg.dataset.name}'s inputs "
-                              f"(shape {in_shape}): {reason}") from None
+                              f"(shape {in_shape}): {_reason(cause)}") from None
 
-    model = build_model()
-    num_params = sum(p.numel() for p in model.parameters())
+    num_params = count_parameters(build_model)
+    keys = size_keys(cfg, source, partition, in_shape)
+    held = source.held_bytes() if hasattr(source, "held_bytes") else {}
 
     def fits(num_clients, train_width, test_width):
         check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
-                   hw.torch_device, f"partition.num_clients={num_clients}")
+                   hw.torch_device, keys=keys, fixed=held)
 
     data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
-    model = model.to(hw.torch_device, hw.torch_dtype)
+    model = build_model().to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
     with open_dict(cfg):
         if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters

@@ -7,7 +7,7 @@ the data is built from per-client pieces and then stacked (both exist at the pea
 optimizer moments per client. It is a lower bound (activations and scoring buffers come on
 top), so a refusal is certain to be needed."""
 import os
-from typing import Optional
+from typing import Dict, Optional
 
 import torch
 
@@ -42,18 +42,58 @@ def data_bytes(num_clients: int, train_width: int, test_width: int, sample_numel
     return BUILD_COPIES * num_clients * (train_width + test_width) * per_sample + num_clients * BYTES_PER_CLIENT_BUILD
 
 
+def model_bytes(num_clients: int, num_params: int) -> int:
+    """One parameter vector plus two optimizer moments per client, float32."""
+    return num_clients * num_params * 4 * 3
+
+
+def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int, limit: int,
+          keys: Dict[str, Optional[str]], fixed: Dict[str, int]) -> str:
+    """The setting that makes the run too large, as `key=value` text: the size of one sample or
+    of the model when a single client with a single sample does not fit (dataset.dim,
+    model=...); else the source's own buffers (e.g. dataset.test_size) when they alone exceed
+    the limit; else the per-client sample counts when a single client does not fit; else the
+    number of clients."""
+    data_part, model_part = data_bytes(1, 1, 1, sample_numel), model_bytes(1, num_params)
+    if data_part + model_part > limit:
+        if model_part > data_part and keys.get("model"):
+            return keys["model"]
+        return keys.get("dim") or keys.get("model") or keys["clients"]
+    for key, size in fixed.items():
+        if size > limit:
+            return key
+    base = sum(fixed.values())
+    if base + data_bytes(1, train_width, test_width, sample_numel) + model_bytes(1, num_params) > limit \
+            and keys.get("samples"):
+        return keys["samples"]
+    return keys["clients"]
+
+
 def check_fits(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int,
-               device: torch.device, what: str) -> None:
-    """ConfigError with the estimate and the limit when the run cannot fit in memory."""
+               device: torch.device, what: Optional[str] = None, keys: Optional[Dict[str, Optional[str]]] = None,
+               fixed: Optional[Dict[str, int]] = None) -> None:
+    """ConfigError with the estimate and the limit when the run cannot fit in memory. The
+    message starts with `what`, or else with the key(s) that drive the size (`blame`): `keys`
+    maps "clients", "samples", "dim", "model" to their `key=value` text; `fixed` maps a key to
+    bytes the data source holds besides the clients' data (e.g. its test sets)."""
     limit = available_bytes(device)
     if limit is None:
         return
+    fixed = dict(fixed or {})
     data = data_bytes(num_clients, train_width, test_width, sample_numel)
-    models = num_clients * num_params * 4 * 3
-    need = data + models
+    models = model_bytes(num_clients, num_params)
+    held = sum(fixed.values())
+    need = data + models + held
     if need > limit:
+        advice = "use fewer clients or samples"
+        if what is None:
+            what = blame(num_clients, train_width, test_width, sample_numel, num_params, limit,
+                         {"clients": f"partition.num_clients={num_clients}", **(keys or {})}, fixed)
+            advice = ("use a smaller model or smaller inputs" if what.startswith("model=")
+                      else f"lower {what.split('=')[0]}")
+        source = f", {held / GiB:.1f} GiB of the data set's own test sets and parameters" if held >= GiB / 10 else ""
         raise ConfigError(
             f"{what}: this run needs at least {need / GiB:.1f} GiB ({num_clients:,} clients x up to "
-            f"{train_width}+{test_width} samples of {sample_numel} values = {data / GiB:.1f} GiB of data, "
-            f"{models / GiB:.1f} GiB of per-client models and optimizer state) but {limit / GiB:.1f} GiB "
-            f"is available on {device.type}; use fewer clients or samples")
+            f"{train_width}+{test_width} samples of {sample_numel:,} values = {data / GiB:.1f} GiB of data, "
+            f"{models / GiB:.1f} GiB of per-client models ({num_params:,} parameters each) and optimizer state"
+            f"{source}) but {limit / GiB:.1f} GiB is available on {device.type}; {advice}")

@@ -30,7 +30,31 @@ class SyntheticRegression:
         self.noise_std = noise_std
         self.test_size = test_size
         self.distribution_names = [f"theta_{s}" for s in range(num_distributions)]
-        self.theta = math.sqrt(theta_var) * torch.randn(num_distributions, dim, generator=generator(seed, "theta"))
+        self.theta_var, self.seed = theta_var, seed
+        self._theta = None   # drawn on first use, after the memory check (assemble.build), from its own stream
+
+    @property
+    def theta(self) -> torch.Tensor:
+        """[S, dim] the distributions' parameters (the same values whenever they are drawn)."""
+        if self._theta is None:
+            self._theta = self.draw_theta()
+        return self._theta
+
+    @theta.setter
+    def theta(self, value: torch.Tensor) -> None:
+        self._theta = value
+
+    def draw_theta(self) -> torch.Tensor:
+        S, dim = len(self.distribution_names), self.in_shape[0]
+        return math.sqrt(self.theta_var) * torch.randn(S, dim, generator=generator(self.seed, "theta"))
+
+    def held_bytes(self) -> dict:
+        """Memory this source holds besides the clients' data, by the key that drives it: the
+        S test sets of test_size samples (inputs and targets, float32) and theta (float64 while
+        the separated variant places it)."""
+        S, dim = len(self.distribution_names), self.in_shape[0]
+        return {f"dataset.test_size={self.test_size}": S * self.test_size * (dim + 1) * 4,
+                f"dataset.dim={dim}": S * dim * 8}
 
     def sample(self, split, distribution, n, g):
         n = self.test_size if n is None else n
@@ -70,6 +94,11 @@ class SeparatedRegression(SyntheticRegression):
 
     def __init__(self, dim: int = 10, num_distributions: int = 5, delta: float = 1.0, noise_std: float = 0.01,
                  test_size: int = 2000, seed: int = 0):
+        if not 0 < delta <= 2:
+            raise ConfigError(f"dataset.delta={delta} must be in (0, 2]: unit vectors are at most 2 apart")
         super().__init__(dim, num_distributions, 1.0, noise_std, test_size, seed)
         self.delta = delta
-        self.theta = separated_unit_vectors(num_distributions, dim, delta, generator(seed, "theta"))
+
+    def draw_theta(self) -> torch.Tensor:
+        return separated_unit_vectors(len(self.distribution_names), self.in_shape[0], self.delta,
+                                      generator(self.seed, "theta"))
