@@ -101,7 +101,8 @@ def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, do
             raise _damaged(label_path, f"holds a {labels.ndim}-dimensional array {labels.shape}; expected labels (count)")
         if len(images) != len(labels) or len(images) == 0:
             raise DataFileError(f"{image_path} holds {len(images):,} images but {label_path} holds {len(labels):,} "
-                                f"labels; expected the same non-zero count: {REPLACE_HOW}")
+                                f"labels; expected the same non-zero count: delete both and fetch them again (dataset.download=true "
+                                "when online, or copy good files there)")
     as_images = lambda a: torch.from_numpy(a.copy()).unsqueeze(1)
     return as_images(tx), torch.from_numpy(ty.astype(np.int64)), as_images(vx), torch.from_numpy(vy.astype(np.int64))
 
