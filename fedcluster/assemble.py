@@ -114,6 +114,33 @@ def check_model_fits(model: torch.nn.Module, data, cfg: DictConfig, batch: int =
         model.train(was_training)
 
 
+# Algorithms whose training and prediction read the model's features (`model(x, with_features=True)`,
+# the input of its last layer): FedProto's prototypes and FedPAC's centroids (and their subclasses).
+FEATURE_ALGORITHMS = ("FedProto", "FedPAC")
+
+
+def check_model_features(model: torch.nn.Module, data, cfg: DictConfig, algorithm) -> None:
+    """For an algorithm that reads features: the model must return (outputs, features) for a
+    real batch, not raise a TypeError in the first round."""
+    if not any(c.__name__ in FEATURE_ALGORITHMS for c in type(algorithm).__mro__):
+        return
+    k = int(torch.argmax(data.train.n))
+    x = data.train.x[k, :max(1, min(4, int(data.train.n[k])))]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), autocast():
+            out = model(x, with_features=True)
+        if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
+            raise ValueError("model(x, with_features=True) does not return (outputs, features)")
+    except Exception as e:   # noqa: BLE001 -- whatever the model raises, the user gets one line
+        raise ConfigError(f"algorithm={cfg.algorithm.name} reads the model's features but model={cfg.model.name} "
+                          f"has none ({_reason(e)}); allowed: a model with hidden layers (mlp, lenet, letters_cnn, "
+                          "cifar_cnn, bn_cnn, textcnn)") from None
+    finally:
+        model.train(was_training)
+
+
 def count_parameters(build_model) -> int:
     """The model's parameter count, from a copy built on the meta device (no memory, no draws
     from the global random stream): a model too large for memory is refused before torch
@@ -180,6 +207,7 @@ def build(cfg: DictConfig):
         if K is not None and not 1 <= K <= data.num_clients:
             raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
     algorithm = make(cfg.algorithm)
+    check_model_features(model, data, cfg, algorithm)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype)
     t = cfg.train
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)

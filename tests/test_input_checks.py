@@ -222,3 +222,13 @@ def test_cli_one_line_refusals(tmp_path):
     raw = _mnist(tmp_path)
     _damage_truncated(raw)
     assert "truncated: header says" in _cli(tmp_path, "dataset=mnist", f"dataset.root={tmp_path / 'data'}", "model=lenet")
+
+
+def test_feature_algorithm_with_a_model_without_features(tmp_path):
+    out = tmp_path / "run"
+    cfg = make_cfg(["dataset=digits", "dataset.distributions=[{rotation:0}]", "partition=dirichlet",
+                    "partition.num_clients=10", "rounds=1", "train.epochs=1", "progress=false", "plots=false",
+                    "algorithm=fedproto", "model=linear"])
+    with pytest.raises(ConfigError, match=r"algorithm=fedproto reads the model's features but model=linear has none"):
+        run(cfg, out)
+    assert not out.exists()
