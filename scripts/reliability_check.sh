@@ -118,6 +118,70 @@ expect_refusal "preset=fedsoft/table9 is unknown" +preset=fedsoft/table9
 expect_refusal "train is a group of settings" train=3
 expect_refusal "cannot read the argument 'dir'" "hydra.run.dir=my" dir
 expect_refusal "cannot read the argument" "train.lr=(0.1"
+
+echo "== input checks: models that cannot train on the data, memory, values, damaged data files"
+expect_refusal "model.vocab_size cannot be resolved with model=textcnn, dataset=digits" model=textcnn dataset=digits partition=random
+expect_refusal "model=textcnn does not fit dataset=digits's inputs" model=textcnn model.vocab_size=100 dataset=digits partition=random
+expect_refusal "model=mlp does not fit dataset=digits's inputs (shape (1, 8, 8), task reconstruction)" model=mlp dataset=digits partition=random dataset.unsupervised=true
+expect_refusal "model=fc_autoencoder does not fit dataset=synthetic's inputs (shape (10,), task regression)" model=fc_autoencoder
+expect_refusal "the classification loss needs (4, 10)" model=fc_autoencoder dataset=digits partition=random
+expect_refusal "algorithm=fedproto reads the model's features but model=linear has none" algorithm=fedproto model=linear dataset=digits 'dataset.distributions=[{rotation:0}]' partition=random
+expect_refusal "dataset.dim=1000000000: this run needs at least" dataset.dim=1000000000
+expect_refusal "dataset.dim=1000000000: this run needs at least" dataset=separated_regression dataset.dim=1000000000
+expect_refusal "dataset.test_size=1000000000: this run needs at least" dataset.test_size=1000000000
+expect_refusal "partition.max_samples=100000: this run needs at least" dataset.dim=100000 partition.min_samples=100 partition.max_samples=100000
+expect_refusal "model=mlp on inputs of shape (10,): this run needs at least" model=mlp 'model.hidden=[100000,100000]'
+expect_refusal "model.hidden[0]=0 is out of range; allowed: >= 1" model=mlp 'model.hidden=[0]'
+expect_refusal "model.hidden[0]=-3 is out of range" model=mlp 'model.hidden=[-3]'
+expect_refusal "model.hidden=[] is empty" model=fc_autoencoder 'model.hidden=[]' dataset=digits partition=random dataset.unsupervised=true
+expect_refusal "model.channels=[4] has 1 entries; allowed: exactly 2" model=conv_autoencoder 'model.channels=[4]' dataset=digits partition=random dataset.unsupervised=true
+expect_refusal "model.channels=[] is empty" model=cifar_cnn 'model.channels=[]' dataset=digits partition=random
+expect_refusal "model.dropout=1.0 is out of range" model=bn_cnn model.dropout=1.0 dataset=digits partition=random
+expect_refusal "model.kernel_sizes[0]=0 is out of range" model=textcnn model.vocab_size=100 'model.kernel_sizes=[0]' dataset=digits partition=random
+expect_refusal "hardware.precision='tf32' is an NVIDIA GPU mode" hardware.precision=tf32
+expect_refusal "rounds=99999999999999999999 does not fit in 64 bits" rounds=99999999999999999999
+expect_refusal "seed=18446744073709551616 does not fit in 64 bits" seed=18446744073709551616
+expect_refusal "partition.num_clients=-99999999999999999999 does not fit in 64 bits" partition.num_clients=-99999999999999999999
+expect_refusal "rounds=2000000 is out of range; allowed: in [1, 1000000]" rounds=2000000
+expect_refusal "train.epochs=100000000 is out of range" train.epochs=100000000
+expect_refusal "train.steps=10000000 is out of range" train.steps=10000000
+expect_refusal "train.batch_size=100000000000 is out of range" train.batch_size=100000000000
+expect_refusal "objective=local_val_accuracy is not a metric of this run" objective=local_val_accuracy
+expect_refusal "is a reconstruction task" objective=local_val_accuracy model=fc_autoencoder dataset=digits partition=random dataset.unsupervised=true
+expect_refusal "objective=local_val_mse is not a metric of this run" objective=local_val_mse dataset=digits partition=random
+expect_refusal "objective=local_val_foo is not a metric of this run" objective=local_val_foo
+expect_refusal "algorithm.server_lr=-1.0 is out of range" algorithm=clove algorithm.server_lr=-1
+expect_refusal "algorithm.server_optimizer='foo' is unknown" algorithm=clove algorithm.server_optimizer=foo
+expect_refusal "distribution rot0 has 674 train images but the partition asks for" dataset=digits partition=random partition.min_samples=2000 partition.max_samples=3000
+fake_mnist() {   # fake_mnist DIR [gz]: 4 IDX files of 200/60 28x28 images under DIR/MNIST/raw
+  python3 - "$1" "${2:-}" <<'PY'
+import gzip, struct, sys, pathlib, random
+raw = pathlib.Path(sys.argv[1]) / "MNIST" / "raw"; raw.mkdir(parents=True, exist_ok=True)
+rnd = random.Random(0)
+def idx(name, shape):
+    n = 1
+    for s in shape: n *= s
+    data = bytes([0, 0, 8, len(shape)]) + b"".join(struct.pack(">I", s) for s in shape) + bytes(rnd.randrange(10) for _ in range(n))
+    if sys.argv[2]: (raw / (name + ".gz")).write_bytes(gzip.compress(data))
+    else: (raw / name).write_bytes(data)
+idx("train-images-idx3-ubyte", (200, 28, 28)); idx("train-labels-idx1-ubyte", (200,))
+idx("t10k-images-idx3-ubyte", (60, 28, 28)); idx("t10k-labels-idx1-ubyte", (60,))
+PY
+}
+MN=(dataset=mnist model=lenet)
+d=$work/data_trunc; fake_mnist "$d"; f=$d/MNIST/raw/train-images-idx3-ubyte; head -c 5000 "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+expect_refusal "$f: truncated: header says 200x28x28 = 156,800 bytes, file has 4,984" "${MN[@]}" dataset.root=$d
+d=$work/data_magic; fake_mnist "$d"; f=$d/MNIST/raw/train-images-idx3-ubyte; printf '\x00\x00\x0d\x03' | dd of="$f" conv=notrunc status=none
+expect_refusal "$f: wrong magic 0x00000d03; expected an unsigned-byte IDX file" "${MN[@]}" dataset.root=$d
+d=$work/data_empty; fake_mnist "$d"; f=$d/MNIST/raw/t10k-labels-idx1-ubyte; : > "$f"
+expect_refusal "$f: empty file (0 bytes)" "${MN[@]}" dataset.root=$d
+d=$work/data_gztrunc; fake_mnist "$d" gz; f=$d/MNIST/raw/train-images-idx3-ubyte.gz; head -c 3000 "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+expect_refusal "$f: truncated gzip" "${MN[@]}" dataset.root=$d
+d=$work/data_notgz; fake_mnist "$d" gz; f=$d/MNIST/raw/train-labels-idx1-ubyte.gz; echo "not gzip" > "$f"
+expect_refusal "$f: not gzip" "${MN[@]}" dataset.root=$d
+d=$work/data_cifar; mkdir -p "$d/cifar-10-batches-py"; for b in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do printf 'garbage, not a pickle' > "$d/cifar-10-batches-py/$b"; done
+expect_refusal "$d/cifar-10-batches-py/data_batch_1: not a pickled CIFAR-10 batch" dataset=cifar10 model=lenet dataset.root=$d
+
 settle
 
 echo "== output directories"
