@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .integrity import file_checksums
+from .integrity import file_checksums, seal_summary
 from .io import write_csv, write_json
 from .record import METRICS_FILE, RunRecord, metrics_table
 from .summary import summarize
@@ -44,6 +44,7 @@ def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, 
             truth = fed.data.cluster_truth
             write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
+    summary = seal_summary(summary)
     write_json(out / "summary.json", summary)
     RunRecord.drop_checkpoint(out)
     return summary

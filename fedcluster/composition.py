@@ -122,6 +122,26 @@ def undeclared_keys(cfg) -> List[str]:
     for k in plain:
         if k not in top:
             out.append(f"{k}{_suggest(k, top)}")
+    return out + _nested_undeclared(plain)
+
+
+def missing_keys(cfg) -> List[str]:
+    """Top-level and `train` settings the composed config lacks (deleted with `~key`): every one
+    is needed by the run, so none may be removed."""
+    from omegaconf import OmegaConf
+    from .config import Config, TrainConfig
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    optional = {"logger", "table"}   # default null
+    out = [f.name for f in dataclasses.fields(Config) if f.name not in plain and f.name not in optional]
+    train = plain.get("train")
+    if isinstance(train, dict):
+        out += [f"train.{f.name}" for f in dataclasses.fields(TrainConfig) if f.name not in train]
+    return out
+
+
+def _nested_undeclared(plain: dict) -> List[str]:
+    from .config import TrainConfig
+    out = []
     train = {f.name for f in dataclasses.fields(TrainConfig)}
     for k in (plain.get("train") or {}):
         if k not in train:
@@ -144,8 +164,13 @@ def undeclared_keys(cfg) -> List[str]:
 
 
 def check_declared(cfg) -> None:
-    """ConfigError naming the first key no schema declares (e.g. `+rouns=3`)."""
+    """ConfigError naming the first key no schema declares (e.g. `+rouns=3`), or a required
+    setting that was deleted (`~rounds`)."""
     from .errors import ConfigError
+    gone = missing_keys(cfg)
+    if gone:
+        raise ConfigError(f"{gone[0]} is missing (deleted with ~{gone[0]}?); every setting the config declares is "
+                          "needed: override its value instead of deleting it")
     bad = undeclared_keys(cfg)
     if bad:
         raise ConfigError(f"{bad[0]} is not a fedcluster setting{' (and ' + str(len(bad) - 1) + ' more)' if len(bad) > 1 else ''}; "

@@ -73,6 +73,23 @@ def file_checksums(out: Path, names: Iterable[str]) -> Dict[str, str]:
     return {name: sha256_file(out / name) for name in names if (out / name).is_file()}
 
 
+def summary_digest(summary: dict) -> str:
+    """SHA-256 of a summary's contents without the digest itself (sealed into `integrity`)."""
+    seal = dict(summary.get("integrity") or {})
+    seal.pop("summary_sha256", None)
+    body = {**summary, "integrity": seal}
+    return sha256_bytes(json.dumps(body, sort_keys=True, default=str).encode())
+
+
+def seal_summary(summary: dict) -> dict:
+    """The summary as JSON will hold it, with `integrity.summary_sha256` set: an edited number in
+    summary.json is seen (the digest is of the JSON values, so reading the file back gives it)."""
+    from .io import _json_default
+    plain = json.loads(json.dumps(summary, default=_json_default))
+    plain["integrity"]["summary_sha256"] = summary_digest(plain)
+    return plain
+
+
 def finished_run_problem(out: Path, summary: dict) -> Optional[str]:
     """Why the finished run in `out` can no longer be trusted as it stands (None: it can).
     Summaries written before checksums existed are checked for config.yaml and metrics.csv only."""
@@ -87,6 +104,8 @@ def finished_run_problem(out: Path, summary: dict) -> Optional[str]:
         config = yaml.safe_load(config_file.read_text()) or {}
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return "its config.yaml cannot be read"
+    if "summary_sha256" in seal and summary_digest(summary) != seal["summary_sha256"]:
+        return "its summary.json was changed after the run finished (checksum differs from the one sealed in it)"
     if not isinstance(config, dict) or config_fingerprint(config) != seal.get("config_fingerprint"):
         return "its config.yaml was changed after the run finished (its fingerprint differs from summary.json's)"
     for name, digest in (seal.get("files") or {}).items():

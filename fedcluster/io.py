@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from .errors import WriteFailed
+from .rundir import check_still_owned
 from .signals import deferred
 
 
@@ -48,6 +49,8 @@ def _atomic(path: Path, write) -> None:
     with deferred():
         tmp = None
         try:
+            check_still_owned(path.parent)
+            check_still_owned(path.parent.parent)   # e.g. a run's .hydra/ files
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             os.close(fd)
@@ -62,7 +65,7 @@ def _atomic(path: Path, write) -> None:
                     os.unlink(tmp)
                 except OSError:
                     pass
-            if isinstance(e, OSError):
+            if isinstance(e, OSError) and not isinstance(e, WriteFailed):
                 raise WriteFailed(path, e.strerror or str(e)) from e
             raise
 

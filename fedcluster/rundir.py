@@ -32,6 +32,7 @@ PREVIOUS_CHECKPOINT_FILE = "checkpoint.prev.pt"
 RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "checkpoint.*.pt", "run.log", "mlflow_run_id.txt", "*.csv", "*.png",
                    "*.pdf", "*.svg")
 OWN_DIRS = (".hydra", "tensorboard", "wandb")
+FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv")   # written only as a run finishes (artifacts.py)
 
 
 def comparable(config: dict) -> dict:
@@ -74,17 +75,17 @@ class Claim:
 _CREATED: Dict[str, List[Path]] = {}
 
 
-def _make_dirs(path: Path) -> List[Path]:
-    """Create `path` and its missing parents one level at a time; return those this call
-    created (os.mkdir is atomic: when two processes race, exactly one creates each level)."""
+def _make_dirs(path: Path, created: List[Path]) -> None:
+    """Create `path` and its missing parents one level at a time, appending to `created` those
+    this call made (os.mkdir is atomic: when two processes race, exactly one creates each level);
+    on an error the caller still knows what was made."""
     missing = []
     p = path
-    while not p.exists():
+    while not os.path.lexists(p):
         missing.append(p)
         if p.parent == p:
             break
         p = p.parent
-    created = []
     for p in reversed(missing):
         try:
             os.mkdir(p)
@@ -92,7 +93,6 @@ def _make_dirs(path: Path) -> List[Path]:
         except FileExistsError:
             if not p.is_dir():
                 raise
-    return created
 
 
 def check_place(path) -> None:
@@ -103,18 +103,20 @@ def check_place(path) -> None:
         raise RunDirectoryError("output directory is empty (hydra.run.dir=''); give a directory, "
                                 "e.g. hydra.run.dir=outputs/runs/my-run")
     path = Path(path)
-    for p in (path, *path.parents):
-        if p.exists() and not p.is_dir():
-            raise RunDirectoryError(f"output directory {path} cannot be created: {p} is an existing file, "
-                                    "not a directory; choose another hydra.run.dir" if p != path else
-                                    f"output directory {path} is an existing file, not a directory; "
-                                    "choose another hydra.run.dir")
-        if p.exists():
-            break
+    created: List[Path] = []
     try:
-        created = _make_dirs(path)
-    except OSError as e:
-        raise RunDirectoryError(f"output directory {path} cannot be created ({e.strerror or e}); "
+        for p in (path, *path.parents):
+            if p.exists() and not p.is_dir():
+                raise RunDirectoryError(f"output directory {path} cannot be created: {p} is an existing file, "
+                                        "not a directory; choose another hydra.run.dir" if p != path else
+                                        f"output directory {path} is an existing file, not a directory; "
+                                        "choose another hydra.run.dir")
+            if p.exists():
+                break
+        _make_dirs(path, created)
+    except OSError as e:   # also a name too long, a path through /proc, no permission
+        _remove_created_parents(created)
+        raise RunDirectoryError(f"output directory {str(path)[:200]} cannot be created ({e.strerror or e}); "
                                 "choose another hydra.run.dir") from None
     if created:
         _CREATED.setdefault(os.path.abspath(path), []).extend(Path(os.path.abspath(p)) for p in created)
@@ -274,6 +276,21 @@ def locked(path: Path) -> Iterator[int]:
         os.close(fd)   # closing the descriptor releases the lock
 
 
+# Directories this process holds (absolute path -> the locked descriptor): every result write
+# checks that the path still names the locked directory, so a run whose directory was moved or
+# replaced stops instead of writing half of its results into another place.
+_OWNED: Dict[str, int] = {}
+
+
+def check_still_owned(directory) -> None:
+    """WriteFailed when `directory` is held by this process but no longer the directory it locked."""
+    key = os.path.abspath(directory)
+    fd = _OWNED.get(key)
+    if fd is not None and not _same_directory(Path(key), fd):
+        from .errors import WriteFailed
+        raise WriteFailed(directory, "the run directory was moved, removed or replaced while this run was writing it")
+
+
 @contextmanager
 def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
     """Own `path` for one run of `requested` (the resolved config as a plain dict); the CLI has
@@ -285,6 +302,7 @@ def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
     key = os.path.abspath(path)
     try:
         with locked(path) as fd:
+            _OWNED[key] = fd
             try:
                 yield _inspect(path, requested, overwrite)
             except BaseException:
@@ -293,6 +311,8 @@ def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
                     _CREATED.pop(key, None)
                     _remove_created_parents(created[:-1])
                 raise
+            finally:
+                _OWNED.pop(key, None)
             _CREATED.pop(key, None)   # a run that started keeps its directory
     except RunDirectoryError:
         # refused before the lock was ours (in use): nothing of another process is touched, but
@@ -340,6 +360,10 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
         raise RunDirectoryError(f"output directory {path} holds a checkpoint without its config.yaml "
                                 "(a different configuration's run?); use a new hydra.run.dir, or "
                                 "overwrite=true to replace it")
+    finals = [n for n in FINAL_TABLES if (path / n).exists()]
+    if old is not None and not checkpoints and finals:   # what only a finishing run writes, without its summary
+        raise _refuse_finished(path, f"its {SUMMARY_FILE} is missing (it holds {', '.join(finals)}, which a run "
+                                     "writes only as it finishes)")
     remove_stale_temp_files(path)
     if old is not None or checkpoints:
         return Claim(path, "resume")

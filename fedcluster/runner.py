@@ -20,7 +20,7 @@ from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
 from .engine.clients import keep_state, run_clients
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .integrity import config_fingerprint
+from .integrity import config_fingerprint, seal_summary
 from .composition import check_declared
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate
 from .io import write_csv, write_json, write_text
@@ -163,6 +163,6 @@ def write_diverged(out: Path, cfg, fed, record: RunRecord, error: str, t: int, i
         write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))
     summary = diverged_summary(cfg, fed, error, t)
     summary["integrity"] = seal(out, ids["run_id"], [METRICS_FILE] if record.metrics else [])
-    write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", seal_summary(summary))
     RunRecord.drop_checkpoint(out)
 

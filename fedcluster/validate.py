@@ -99,8 +99,9 @@ def _choice(cfg: DictConfig, group: str) -> str:
 def _resolved(cfg: DictConfig) -> dict:
     """The config as plain data; an interpolation that cannot be resolved (e.g. model=textcnn's
     `${dataset.vocab_size}` on an image data set) is a ConfigError naming both ends."""
-    try:
-        plain = OmegaConf.to_container(cfg, resolve=True)
+    try:   # without the hydra node: its own interpolations (sweep.subdir) would be named instead of the user's key
+        keys = [k for k in cfg.keys() if k != "hydra"]
+        plain = OmegaConf.to_container(OmegaConf.masked_copy(cfg, keys), resolve=True)
     except InterpolationResolutionError as e:
         key = getattr(e, "full_key", None) or "a key"
         reason = str(e).strip().splitlines()[0][:160]

@@ -80,7 +80,8 @@ def _find(folders: List[Path], name: str) -> Optional[Path]:
     return None
 
 
-def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, download: Optional[Callable]) -> Arrays:
+def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, download: Optional[Callable],
+             num_classes: Optional[int] = None) -> Arrays:
     names = [f"{prefix}train-images-idx3-ubyte", f"{prefix}train-labels-idx1-ubyte",
              f"{prefix}t10k-images-idx3-ubyte", f"{prefix}t10k-labels-idx1-ubyte"]
     if prefix.startswith("emnist"):
@@ -103,6 +104,9 @@ def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, do
             raise DataFileError(f"{image_path} holds {len(images):,} images but {label_path} holds {len(labels):,} "
                                 f"labels; expected the same non-zero count: delete both and fetch them again (dataset.download=true "
                                 "when online, or copy good files there)")
+        if num_classes is not None and len(labels) and int(labels.max()) >= num_classes:
+            raise _damaged(label_path, f"holds label {int(labels.max())}; {dataset} has {num_classes} classes "
+                                       f"(labels 0-{num_classes - 1}), so it is damaged or another data set's file")
     as_images = lambda a: torch.from_numpy(a.copy()).unsqueeze(1)
     return as_images(tx), torch.from_numpy(ty.astype(np.int64)), as_images(vx), torch.from_numpy(vy.astype(np.int64))
 
@@ -119,12 +123,14 @@ def fashion_mnist(root: Path, download: bool = False) -> Arrays:
     how = ("install it with `apt-get install -y dataset-fashion-mnist` (Debian; files land in "
            f"{DEBIAN_FASHION_MNIST}), or put the torchvision layout under dataset.root, or set dataset.download=true when online")
     folders = [root / "FashionMNIST" / "raw", root, DEBIAN_FASHION_MNIST]
-    return _idx_set(folders, "", "Fashion-MNIST", how, _torchvision_download("FashionMNIST", root) if download else None)
+    return _idx_set(folders, "", "Fashion-MNIST", how, _torchvision_download("FashionMNIST", root) if download else None,
+                    num_classes=10)
 
 
 def mnist(root: Path, download: bool = False) -> Arrays:
     how = "put the torchvision layout (MNIST/raw/*-ubyte[.gz]) under dataset.root, or set dataset.download=true when online"
-    return _idx_set([root / "MNIST" / "raw", root], "", "MNIST", how, _torchvision_download("MNIST", root) if download else None)
+    return _idx_set([root / "MNIST" / "raw", root], "", "MNIST", how, _torchvision_download("MNIST", root) if download else None,
+                    num_classes=10)
 
 
 def emnist(root: Path, split: str = "byclass", download: bool = False) -> Arrays:

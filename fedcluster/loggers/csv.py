@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import WriteFailed
 from ..io import write_csv
+from ..rundir import check_still_owned
 from ..signals import deferred
 from ..record import METRICS_FILE, metrics_table
 from .base import Logger
@@ -34,6 +35,7 @@ class CSVLogger(Logger):
         if not self.path.exists():   # the first rows: the file with its header
             write_csv(self.path, frame)
             return
+        check_still_owned(self.path.parent)
         size = self.path.stat().st_size
         try:
             with deferred(), open(self.path, "a", newline="") as f:

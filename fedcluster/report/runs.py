@@ -214,7 +214,7 @@ def _load_summary(path: Path, names, found: Found) -> None:
     if status != "complete":
         found.skipped.append(Skipped(path, f"summary.json status {status!r} (not a finished run)"))
         return
-    if isinstance(summary.get("integrity"), dict) and (path / CONFIG_FILE).is_file():
+    if isinstance(summary.get("integrity"), dict):   # a sealed run: trusted only as sealed (config.yaml included)
         from ..integrity import finished_run_problem
         changed = finished_run_problem(path, summary)
         if changed is not None:   # a sealed run whose files no longer match its seal
