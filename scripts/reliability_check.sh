@@ -120,6 +120,9 @@ expect_refusal "preset=fedsoft/table9 is unknown" +preset=fedsoft/table9
 expect_refusal "train is a group of settings" train=3
 expect_refusal "cannot read the argument 'dir'" "hydra.run.dir=my" dir
 expect_refusal "cannot read the argument" "train.lr=(0.1"
+expect_refusal "rounds is missing (deleted with ~rounds?)" '~rounds'
+expect_refusal "divergence_factor is missing" '~divergence_factor'
+expect_refusal "train.lr cannot be resolved" 'train.lr=${nope}'
 
 section "input checks: models that cannot train on the data, memory, values, damaged data files"
 expect_refusal "model.vocab_size cannot be resolved with model=textcnn, dataset=digits" model=textcnn dataset=digits partition=random
@@ -181,6 +184,8 @@ d=$work/data_gztrunc; fake_mnist "$d" gz; f=$d/MNIST/raw/train-images-idx3-ubyte
 expect_refusal "$f: truncated gzip" "${MN[@]}" dataset.root=$d
 d=$work/data_notgz; fake_mnist "$d" gz; f=$d/MNIST/raw/train-labels-idx1-ubyte.gz; echo "not gzip" > "$f"
 expect_refusal "$f: not gzip" "${MN[@]}" dataset.root=$d
+d=$work/data_labels; fake_mnist "$d"; f=$d/MNIST/raw/train-labels-idx1-ubyte; python3 -c "import sys; open(sys.argv[1], 'r+b').write(bytes([0, 0, 8, 1, 0, 0, 0, 200]) + bytes([200]) * 200)" "$f"
+expect_refusal "$f: holds label 200; MNIST has 10 classes" "${MN[@]}" dataset.root=$d
 d=$work/data_cifar; mkdir -p "$d/cifar-10-batches-py"; for b in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do printf 'garbage, not a pickle' > "$d/cifar-10-batches-py/$b"; done
 expect_refusal "$d/cifar-10-batches-py/data_batch_1: not a pickled CIFAR-10 batch" dataset=cifar10 model=lenet dataset.root=$d
 
@@ -374,7 +379,16 @@ fin "$work/fin_editconfig"; sed -i 's/^seed: 0/seed: 1/' "$work/fin_editconfig/c
 fin "$work/fin_editconfig2"; sed -i 's/^seed: 0/seed: 1/' "$work/fin_editconfig2/config.yaml"; check_finished editconfig2 "seed: 1 -> 0"
 fin "$work/fin_summary"; echo '{"status": "compl' > "$work/fin_summary/summary.json"; check_finished summary "summary.json is damaged"
 fin "$work/fin_assign"; rm "$work/fin_assign/assignments.csv"; check_finished assign "assignments.csv is missing"
+fin "$work/fin_summaryedit"; sed -i 's/"seed": 0/"seed": 5/' "$work/fin_summaryedit/summary.json"; check_finished summaryedit "summary.json was changed"
+fin "$work/fin_summarygone"; rm "$work/fin_summarygone/summary.json"; check_finished summarygone "summary.json is missing"
 settle
+
+moved="$work/moving"
+"$FC" "${SMALL[@]}" rounds=150 checkpoint_every=7 "hydra.run.dir=$moved" 2> "$work/moved.err" & pid=$!
+for _ in $(seq 600); do [ -e "$moved/checkpoint.pt" ] && break; sleep 0.05; done
+mv "$moved" "$work/moved_away"; wait $pid; rc=$?; err=$(cat "$work/moved.err")
+[ $rc -eq 1 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"the run directory was moved"* ]] && [ ! -e "$moved" ] \
+  && ok "a run whose directory is moved away stops, writing nothing elsewhere -> ${err:0:120}" || bad "moved directory" "rc=$rc $err"
 
 section "stop signals"
 for sig in TERM USR1; do

@@ -99,7 +99,13 @@ def _damage_count(raw):
     return raw / "train-images-idx3-ubyte", "holds 200 images but"
 
 
-@pytest.mark.parametrize("damage", [_damage_truncated, _damage_magic, _damage_empty, _damage_longer, _damage_count])
+def _damage_labels(raw):
+    write_idx(raw / "train-labels-idx1-ubyte", np.full(200, 200, dtype=np.uint8))
+    return raw / "train-labels-idx1-ubyte", "holds label 200; MNIST has 10 classes"
+
+
+@pytest.mark.parametrize("damage", [_damage_truncated, _damage_magic, _damage_empty, _damage_longer, _damage_count,
+                                    _damage_labels])
 def test_damaged_idx_file_is_named(tmp_path, damage):
     raw = _mnist(tmp_path)
     path, what = damage(raw)

@@ -116,8 +116,14 @@ def test_moved_runs_of_two_tables_stay_apart_by_their_table(tmp_path):
 def test_a_key_missing_from_the_config_is_not_taken_for_the_tables():
     spec = TABLES["fedsoft_table1_synthetic"]
     flat = {"algorithm.name": "fedsoft", "dataset.name": "synthetic", "model.name": "linear", "partition.name": "linear"}
-    assert spec.mismatches(Run(Path("r"), {}, flat, 0)) == ["dataset.num_distributions – (the table's: 2)"]
-    assert spec.mismatches(Run(Path("r"), {}, dict(flat, **{"dataset.num_distributions": 2}), 0)) == []
+    assert spec.mismatches(Run(Path("r"), {}, flat, 0)) == ["dataset.num_distributions – (the table's: 2)",
+                                                            "dataset.dim – (the table's: 10)",
+                                                            "dataset.noise_std – (the table's: 1)",
+                                                            "dataset.theta_var – (the table's: 10)"]
+    paper_data = {"dataset.num_distributions": 2, "dataset.dim": 10, "dataset.noise_std": 1.0, "dataset.theta_var": 10.0}
+    assert spec.mismatches(Run(Path("r"), {}, dict(flat, **paper_data), 0)) == []
+    other_data = {**flat, **paper_data, "dataset.theta_var": 1.0}   # the paper's Table 1 draws theta with variance 10
+    assert spec.mismatches(Run(Path("r"), {}, other_data, 0)) == ["dataset.theta_var 1 (the table's: 10)"]
 
 
 # -- Every preset against its own table's Spec (composition only). Each preset's sweep grid is
@@ -150,12 +156,13 @@ def _grid(preset: str) -> dict:
 
 def _variants(preset: str):
     """Override lists for the preset's runs: each grid value of a group (or of a key a table
-    checks) with the other parameters at their first value, then the documented variations."""
+    checks: names, the synthetic data's number of distributions and theta variance) with the
+    other parameters at their first value, then the documented variations."""
     grid = _grid(preset)
     base = [f"{k}={v[0]}" for k, v in grid.items()]
     yield base
     for key, values in grid.items():
-        if key in GROUPS or key.endswith(".name") or key == "dataset.num_distributions":
+        if key in GROUPS or key.endswith(".name") or key in ("dataset.num_distributions", "dataset.theta_var"):
             for v in values[1:]:
                 yield [o for o in base if not o.startswith(f"{key}=")] + [f"{key}={v}"]
     for extra in DOCUMENTED.get(preset, []):

@@ -239,6 +239,9 @@ def finished(tmp_path):
     (lambda out: (out / "metrics.csv").write_text((out / "metrics.csv").read_text().replace(",0.", ",1.", 1)),
      "metrics.csv was changed"),
     (lambda out: (out / "summary.json").write_text((out / "summary.json").read_text()[:100]), "summary.json is damaged"),
+    (lambda out: (out / "summary.json").write_text((out / "summary.json").read_text().replace('"seed": 0', '"seed": 5')),
+     "summary.json was changed after the run finished"),
+    (lambda out: (out / "summary.json").unlink(), "summary.json is missing"),
 ])
 def test_a_finished_run_that_was_changed_is_refused_never_rerun(finished, change, needle):
     change(finished)
@@ -418,3 +421,45 @@ def test_a_full_disk_mid_run_is_one_line_and_the_run_resumes_after(tmp_path, sma
         and "resumes from the checkpoint after round" in found[0], err
     (small_disk / "filler").unlink()
     assert_resumes_to_an_uninterrupted_run(args, out, tmp_path)
+
+
+def test_a_run_whose_directory_is_moved_away_stops_instead_of_writing_elsewhere(tmp_path):
+    out = tmp_path / "run"
+    proc = start("rounds=150", "checkpoint_every=7", f"hydra.run.dir={out}", cwd=tmp_path)
+    wait_for(out / CHECKPOINT, proc)
+    out.rename(tmp_path / "moved")
+    err = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 1, err
+    assert len(lines(err)) == 1 and "the run directory was moved, removed or replaced" in err, err
+    assert not out.exists()   # nothing of the run was written under the old name
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["~rounds"], "rounds is missing (deleted with ~rounds?)"),
+    (["~train"], "train is missing"),
+    (["~divergence_factor"], "divergence_factor is missing"),
+    (["train.lr=${nope}"], "train.lr cannot be resolved"),
+])
+def test_deleted_settings_and_bad_interpolations_are_one_line(tmp_path, args, needle):
+    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={tmp_path / 'r'}", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    one_line_error(proc, needle)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_over_long_directory_name_is_one_line_and_leaves_no_parent(tmp_path):
+    out = tmp_path / "ok" / ("x" * 300) / "r"
+    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    one_line_error(proc, "File name too long")
+    assert not (tmp_path / "ok").exists()
+
+
+def test_the_report_skips_a_sealed_run_whose_files_changed(tmp_path):
+    from fedcluster.report.runs import discover
+    for name in ("a", "b"):
+        run(make_cfg(SMALL + ["algorithm.selection_size=6", f"seed={0 if name == 'a' else 1}"]), tmp_path / name)
+    (tmp_path / "b" / "config.yaml").unlink()
+    found = discover(tmp_path)
+    assert [r.path.name for r in found.runs] == ["a"]
+    assert any(s.path.name == "b" and "config.yaml is missing" in s.reason for s in found.skipped)
