@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from .errors import WriteFailed
-from .rundir import check_still_owned
+from .rundir import check_still_owned, is_owned
 from .signals import deferred
 
 
@@ -49,9 +49,9 @@ def _atomic(path: Path, write) -> None:
     with deferred():
         tmp = None
         try:
-            check_still_owned(path.parent)
-            check_still_owned(path.parent.parent)   # e.g. a run's .hydra/ files
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _check_owner(path)
+            # never re-create a held run directory that was moved away (only a folder inside it)
+            path.parent.mkdir(parents=not (is_owned(path.parent) or is_owned(path.parent.parent)), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             os.close(fd)
             os.chmod(tmp, 0o666 & ~_umask())
@@ -66,8 +66,16 @@ def _atomic(path: Path, write) -> None:
                 except OSError:
                     pass
             if isinstance(e, OSError) and not isinstance(e, WriteFailed):
+                _check_owner(path)   # the directory went away during the write: say so
                 raise WriteFailed(path, e.strerror or str(e)) from e
             raise
+
+
+def _check_owner(path: Path) -> None:
+    """WriteFailed when the run directory holding `path` (its folder, or the folder above, e.g.
+    for .hydra/ files) was moved or replaced while this process holds it."""
+    check_still_owned(path.parent)
+    check_still_owned(path.parent.parent)
 
 
 def write_bytes(path, data: bytes) -> None:

@@ -282,6 +282,11 @@ def locked(path: Path) -> Iterator[int]:
 _OWNED: Dict[str, int] = {}
 
 
+def is_owned(directory) -> bool:
+    """Whether this process holds `directory` as a run directory."""
+    return os.path.abspath(directory) in _OWNED
+
+
 def check_still_owned(directory) -> None:
     """WriteFailed when `directory` is held by this process but no longer the directory it locked."""
     key = os.path.abspath(directory)
@@ -354,8 +359,7 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
         problem = finished_run_problem(path, summary)
         if problem is not None:
             raise _refuse_finished(path, problem)
-        remove_stale_temp_files(path)
-        return Claim(path, "complete", summary)
+        return Claim(path, "complete", summary)   # left exactly as it is
     if old is None and checkpoints:
         raise RunDirectoryError(f"output directory {path} holds a checkpoint without its config.yaml "
                                 "(a different configuration's run?); use a new hydra.run.dir, or "
@@ -364,11 +368,12 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
     if old is not None and not checkpoints and finals:   # what only a finishing run writes, without its summary
         raise _refuse_finished(path, f"its {SUMMARY_FILE} is missing (it holds {', '.join(finals)}, which a run "
                                      "writes only as it finishes)")
-    remove_stale_temp_files(path)
+    # stale temporary files are removed by the run once every check has passed (a refusal changes nothing)
     if old is not None or checkpoints:
         return Claim(path, "resume")
-    if any(path.iterdir()):   # result files of a run whose config.yaml and summary are gone
-        shown = ", ".join(sorted(e.name for e in path.iterdir())[:5])
+    left = sorted(e.name for e in path.iterdir() if not (e.name.startswith(".") and e.name.endswith(".tmp")))
+    if left:   # result files of a run whose config.yaml and summary are gone
+        shown = ", ".join(left[:5])
         raise RunDirectoryError(f"output directory {path} holds part of a run without its config.yaml ({shown}); "
                                 "use a new hydra.run.dir, or overwrite=true to replace it")
     return Claim(path, "new")

@@ -27,7 +27,7 @@ from .io import write_csv, write_json, write_text
 from .loggers import make_loggers
 from .metrics import key_metric
 from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
-from .rundir import claim
+from .rundir import claim, remove_stale_temp_files
 from .signals import deferred
 from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
@@ -70,6 +70,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     fingerprint = config_fingerprint(requested)
     watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
     record = RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)   # verified before anything is written
+    remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
     if on_claimed is not None:

@@ -36,15 +36,18 @@ class CSVLogger(Logger):
             write_csv(self.path, frame)
             return
         check_still_owned(self.path.parent)
-        size = self.path.stat().st_size
+        size = None
         try:
+            size = self.path.stat().st_size
             with deferred(), open(self.path, "a", newline="") as f:
                 frame.to_csv(f, header=False, index=False, quoting=csv.QUOTE_MINIMAL)
                 if self.flush:
                     f.flush()
         except OSError as e:   # a full disk or a read-only file system: no half-written row stays behind
-            try:
-                os.truncate(self.path, size)
-            except OSError:
-                pass
+            check_still_owned(self.path.parent)   # or the run directory went away meanwhile
+            if size is not None:
+                try:
+                    os.truncate(self.path, size)
+                except OSError:
+                    pass
             raise WriteFailed(self.path, e.strerror or str(e)) from e
