@@ -61,7 +61,7 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
                 "key=value or group=option; quote a value that has spaces or special characters, e.g. "
                 "'hydra.run.dir=\"my runs/a\"'")
     if isinstance(error, MissingConfigException):
-        m = re.search(r"Could not find '([^'/]+)/([^']+)'", message)
+        m = re.search(r"Could not (?:find|load) '([^'/]+)/([^']+)'", message)
         if m:
             group, option = m.group(1), m.group(2)
             options = getattr(error, "options", None) or _group_options(conf, group)

@@ -278,6 +278,7 @@ def test_an_untouched_finished_run_is_recognised_and_its_seal_lists_its_tables(f
     (["+rouns=3"], "rouns (did you mean rounds?) is not a fedcluster setting"),
     (["+algorithm.trim=1"], "algorithm.trim"),
     (["algorithm=nope"], "algorithm=nope is unknown; allowed: cfl"),
+    (["logger=[csv,nope]"], "logger=nope is unknown; allowed: csv, mlflow"),
     (["+preset=nope"], "preset=nope is unknown; allowed: cam/table1"),
     (["model.hidden=abc"], "model.hidden is not a setting"),
     (["train=3"], "train is a group of settings"),
