@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .integrity import file_checksums, seal_summary
+from .integrity import seal_summary
 from .io import write_csv, write_json
 from .record import METRICS_FILE, RunRecord, metrics_table
 from .summary import summarize
@@ -34,8 +34,6 @@ def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, 
     tables = alg.artifacts()
     for name, table in tables.items():
         write_csv(out / f"{name}.csv", table)
-    summary["integrity"] = seal(out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
-                                                     *(f"{name}.csv" for name in tables)])
     if cfg.plots:
         from .plots import write_loss_heatmap, write_run_figures
         write_run_figures(out, frame, pd.DataFrame(record.assignments), fed.data, summary, pd.DataFrame(record.sizes))
@@ -44,13 +42,9 @@ def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, 
             truth = fed.data.cluster_truth
             write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
-    summary = seal_summary(summary)
+    summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
+                                                         *(f"{name}.csv" for name in tables)])
     write_json(out / "summary.json", summary)
     RunRecord.drop_checkpoint(out)
     return summary
 
-
-def seal(out: Path, fingerprint: str, names) -> dict:
-    """summary.json's `integrity`: the config fingerprint and the checksums of the tables written,
-    checked before a finished run is trusted again (integrity.finished_run_problem)."""
-    return {"config_fingerprint": fingerprint, "files": file_checksums(out, names)}

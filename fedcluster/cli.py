@@ -127,31 +127,23 @@ def _task(cfg: DictConfig):
     except RunInterrupted as e:
         resume = (f"resumes from the checkpoint after round {e.checkpoint_round}" if e.checkpoint_round
                   else f"starts it over (no checkpoint yet; checkpoint_every={cfg.checkpoint_every})")
-        how = "" if e.signum == 2 else f" by {signals.signal_name(e.signum)}"
-        print(f"fedcluster: interrupted{how} after {e.rounds_done} of {e.rounds} rounds; the same command with "
+        print(f"fedcluster: interrupted{signals.by_signal(e)} after {e.rounds_done} of {e.rounds} rounds; the same command with "
               f"hydra.run.dir={out} {resume}", file=sys.stderr)
         sys.exit(signals.exit_code(e))
     except KeyboardInterrupt as e:
         discard_created(out)
-        how = "" if signals.exit_code(e) == 130 else f" by {signals.signal_name(e.signum)}"
-        print(f"fedcluster: interrupted{how} before training started; nothing to resume", file=sys.stderr)
+        print(f"fedcluster: interrupted{signals.by_signal(e)} before training started; nothing to resume", file=sys.stderr)
         sys.exit(signals.exit_code(e))
     except Exception as e:   # noqa: BLE001 -- user errors become one line, the rest propagate
         cause = user_error(e)
         if cause is None:
             raise
         discard_created(out)
-        if isinstance(cause, (RunFault, WriteFailed)):   # a fault of the machine, not of the input: exit 1
-            if multirun:
-                print(f"fedcluster: error: {out}: {cause}", file=sys.stderr)
-                _FAILED.append(f"{Path(out).name}: {str(cause).splitlines()[0][:120]}")
-                return None
-            _fail(str(cause), code=1)
         if multirun:   # one bad job (e.g. a diverging learning rate of a grid) does not stop the sweep
             print(f"fedcluster: error: {out}: {cause}", file=sys.stderr)
             _FAILED.append(f"{Path(out).name}: {str(cause).splitlines()[0][:120]}")
             return None
-        _fail(str(cause))
+        _fail(str(cause), code=1 if isinstance(cause, (RunFault, WriteFailed)) else 2)   # a machine fault: exit 1
     if summary.get("already_complete"):
         status = summary.get("status", "complete")
         if status != "complete":
@@ -213,8 +205,8 @@ def _one_line_composition_errors(conf: Path) -> None:
             if line is not None:
                 _fail(line)
 
-            def again():
-                raise e
+            def again(error=e):   # Hydra's own report of the same error
+                raise error
             return original(again)
 
     run_and_report.__wrapped__ = original
@@ -236,8 +228,7 @@ def main() -> None:
         _one_line_composition_errors(conf)
         hydra.main(config_path=str(conf), config_name="config", version_base="1.3")(_task)()
     except KeyboardInterrupt as e:   # before or between jobs (composing the config, launching)
-        how = "" if signals.exit_code(e) == 130 else f" by {signals.signal_name(e.signum)}"
-        print(f"fedcluster: interrupted{how} before a run started; nothing was written", file=sys.stderr)
+        print(f"fedcluster: interrupted{signals.by_signal(e)} before a run started; nothing was written", file=sys.stderr)
         sys.exit(signals.exit_code(e))
 
 

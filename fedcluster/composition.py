@@ -111,41 +111,22 @@ def _declared(target: str) -> Optional[set]:
     return {p.name for p in params} - RUNTIME_ARGS | {"name"}
 
 
+def _plain(cfg) -> dict:
+    from omegaconf import DictConfig, OmegaConf
+    return OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
+
+
 def undeclared_keys(cfg) -> List[str]:
-    """Dotted keys of the composed config that no schema declares, with what was meant."""
-    from omegaconf import OmegaConf
-    from .config import Config, TrainConfig
-    plain = OmegaConf.to_container(cfg, resolve=False)
-    plain.pop("hydra", None)
+    """Dotted keys of the composed config that no schema declares, with what was meant: top-level
+    keys against `Config`, `train.*` against `TrainConfig`, every group node (nested ones too,
+    e.g. CAM's base) against the signature of the class it instantiates."""
+    from .config import OPTIONS, Config, TrainConfig
+    plain = {k: v for k, v in _plain(cfg).items() if k != "hydra"}
     out = []
     top = {f.name for f in dataclasses.fields(Config)}
-    for k in plain:
-        if k not in top:
-            out.append(f"{k}{_suggest(k, top)}")
-    return out + _nested_undeclared(plain)
-
-
-def missing_keys(cfg) -> List[str]:
-    """Top-level and `train` settings the composed config lacks (deleted with `~key`): every one
-    is needed by the run, so none may be removed."""
-    from omegaconf import OmegaConf
-    from .config import Config, TrainConfig
-    plain = OmegaConf.to_container(cfg, resolve=False)
-    optional = {"logger", "table"}   # default null
-    out = [f.name for f in dataclasses.fields(Config) if f.name not in plain and f.name not in optional]
-    train = plain.get("train")
-    if isinstance(train, dict):
-        out += [f"train.{f.name}" for f in dataclasses.fields(TrainConfig) if f.name not in train]
-    return out
-
-
-def _nested_undeclared(plain: dict) -> List[str]:
-    from .config import TrainConfig
-    out = []
+    out += [f"{k}{_suggest(k, top)}" for k in plain if k not in top]
     train = {f.name for f in dataclasses.fields(TrainConfig)}
-    for k in (plain.get("train") or {}):
-        if k not in train:
-            out.append(f"train.{k}{_suggest(k, train)}")
+    out += [f"train.{k}{_suggest(k, train)}" for k in (plain.get("train") or {}) if k not in train]
 
     def walk(node, prefix):
         if not isinstance(node, dict):
@@ -158,8 +139,22 @@ def _nested_undeclared(plain: dict) -> List[str]:
             elif isinstance(v, dict):
                 walk(v, f"{prefix}.{k}")
 
-    for group in ("dataset", "partition", "model", "algorithm", "hardware"):
-        walk(plain.get(group), group)
+    for group in OPTIONS:
+        if group != "logger":   # {tracker name: options}, checked by fedcluster/loggers
+            walk(plain.get(group), group)
+    return out
+
+
+def missing_keys(cfg) -> List[str]:
+    """Top-level and `train` settings the composed config lacks (deleted with `~key`): every one
+    is needed by the run, so none may be removed."""
+    from .config import Config, TrainConfig
+    plain = _plain(cfg)
+    optional = {"logger", "table"}   # default null
+    out = [f.name for f in dataclasses.fields(Config) if f.name not in plain and f.name not in optional]
+    train = plain.get("train")
+    if isinstance(train, dict):
+        out += [f"train.{f.name}" for f in dataclasses.fields(TrainConfig) if f.name not in train]
     return out
 
 
@@ -167,6 +162,7 @@ def check_declared(cfg) -> None:
     """ConfigError naming the first key no schema declares (e.g. `+rouns=3`), or a required
     setting that was deleted (`~rounds`)."""
     from .errors import ConfigError
+    cfg = _plain(cfg)
     gone = missing_keys(cfg)
     if gone:
         raise ConfigError(f"{gone[0]} is missing (deleted with ~{gone[0]}?); every setting the config declares is "

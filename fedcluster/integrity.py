@@ -81,10 +81,12 @@ def summary_digest(summary: dict) -> str:
     return sha256_bytes(json.dumps(body, sort_keys=True, default=str).encode())
 
 
-def seal_summary(summary: dict) -> dict:
-    """The summary as JSON will hold it, with `integrity.summary_sha256` set: an edited number in
-    summary.json is seen (the digest is of the JSON values, so reading the file back gives it)."""
+def seal_summary(summary: dict, out: Path, fingerprint: str, tables: Iterable[str]) -> dict:
+    """The summary as JSON will hold it, sealed: `integrity` holds the config fingerprint, the
+    checksums of the tables written, and the summary's own digest (of the JSON values, so reading
+    the file back gives it), all checked by `finished_run_problem`."""
     from .io import _json_default
+    summary = {**summary, "integrity": {"config_fingerprint": fingerprint, "files": file_checksums(Path(out), tables)}}
     plain = json.loads(json.dumps(summary, default=_json_default))
     plain["integrity"]["summary_sha256"] = summary_digest(plain)
     return plain

@@ -108,10 +108,6 @@ def torch_bytes(obj) -> bytes:
     return buffer.getvalue()
 
 
-def save_torch(path, obj) -> None:
-    write_bytes(path, torch_bytes(obj))
-
-
 def save_figure(path, fig, **kwargs) -> None:
     """A matplotlib figure, written atomically in the format its suffix names."""
     path = Path(path)

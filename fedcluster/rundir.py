@@ -209,12 +209,17 @@ def _foreign_entries(path: Path) -> List[str]:
     out = []
     for entry in path.iterdir():
         name = entry.name
-        if name in ours or (name.startswith(".") and name.endswith(".tmp")):
+        if name in ours or _is_temp(name):
             continue
         if any(entry.match(p) for p in RESULT_PATTERNS):
             continue
         out.append(name)
     return sorted(out)
+
+
+def _is_temp(name: str) -> bool:
+    """A temporary file of io.py's atomic writes (`.<name>.<random>.tmp`)."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def remove_stale_temp_files(path: Path) -> List[str]:
@@ -371,7 +376,7 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
     # stale temporary files are removed by the run once every check has passed (a refusal changes nothing)
     if old is not None or checkpoints:
         return Claim(path, "resume")
-    left = sorted(e.name for e in path.iterdir() if not (e.name.startswith(".") and e.name.endswith(".tmp")))
+    left = sorted(e.name for e in path.iterdir() if not _is_temp(e.name))
     if left:   # result files of a run whose config.yaml and summary are gone
         shown = ", ".join(left[:5])
         raise RunDirectoryError(f"output directory {path} holds part of a run without its config.yaml ({shown}); "

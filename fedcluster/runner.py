@@ -14,7 +14,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from .artifacts import seal, write_results
+from .artifacts import write_results
 from .assemble import build, choose_engine
 from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
@@ -162,8 +162,6 @@ def write_diverged(out: Path, cfg, fed, record: RunRecord, error: str, t: int, i
     """A diverged run's rows so far and its `status: diverged` summary; no checkpoint."""
     if record.metrics:
         write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))
-    summary = diverged_summary(cfg, fed, error, t)
-    summary["integrity"] = seal(out, ids["run_id"], [METRICS_FILE] if record.metrics else [])
-    write_json(out / "summary.json", seal_summary(summary))
+    write_json(out / "summary.json", seal_summary(diverged_summary(cfg, fed, error, t), out, ids["run_id"], [METRICS_FILE]))
     RunRecord.drop_checkpoint(out)
 

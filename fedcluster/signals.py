@@ -31,6 +31,12 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def by_signal(error: BaseException) -> str:
+    """' by SIGTERM' for a stop other than Ctrl-C (empty for Ctrl-C), for the one-line messages."""
+    signum = getattr(error, "signum", signal.SIGINT)
+    return "" if signum == signal.SIGINT else f" by {signal_name(signum)}"
+
+
 def exit_code(error: BaseException) -> int:
     """128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM, 138 for SIGUSR1)."""
     return 128 + getattr(error, "signum", signal.SIGINT)
