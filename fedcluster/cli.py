@@ -120,6 +120,7 @@ def _task(cfg: DictConfig):
     hc = HydraConfig.get()
     out = hc.runtime.output_dir
     multirun = hc.mode == RunMode.MULTIRUN
+    signals.hold_foreign()   # a launcher's handlers in a job's process (submitit's requeue) wait for a safe point too
     if multirun:
         adopt_if_empty(out)   # Hydra created the job's directory: a refused job removes it again
     try:

@@ -366,6 +366,51 @@ def test_a_stop_during_a_write_waits_for_the_write(tmp_path):
             signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
 
 
+
+def test_a_stop_inside_a_transformed_step_waits_for_the_step(tmp_path):
+    """A stop arriving inside a torch.func transform (the batched engine's vmap(grad)) is raised
+    only once the transform has returned: raised inside one it can leave torch's transform stack
+    corrupted (a flaky "dynamicLayerStack.empty() INTERNAL ASSERT FAILED" in place of the stop)."""
+    import torch
+    from torch.func import grad, vmap
+    signals.install()
+    try:
+        finished = []
+
+        def loss(p, x):
+            os.kill(os.getpid(), signal.SIGUSR1)   # the handler runs at the next bytecode, inside vmap
+            out = (p * x).sum()
+            finished.append(True)
+            return out
+
+        step = signals.held(vmap(grad(loss)))
+        with pytest.raises(signals.Stopped) as e:
+            step(torch.ones(3, 2), torch.ones(3, 2))
+        assert finished == [True] and e.value.signum == signal.SIGUSR1
+        assert vmap(grad(lambda p: (2 * p).sum()))(torch.ones(2, 2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    finally:
+        for s in signals.STOP_SIGNALS:
+            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+
+
+def test_a_launchers_own_handler_in_a_job_waits_for_the_step_too():
+    """submitit's requeue handler (SIGUSR2 in a job's process, ending in sys.exit) is held like
+    ours: it runs after the held block, not in the middle of it; outside held blocks at once."""
+    calls = []
+    previous = signal.signal(signal.SIGUSR2, lambda signum, frame: calls.append(("handler", signum)))
+    try:
+        signals.hold_foreign()
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGUSR2)
+            sum(range(1000))   # bytecodes during which the handler would have run
+            calls.append("block finished")
+        assert calls == ["block finished", ("handler", signal.SIGUSR2)]
+        os.kill(os.getpid(), signal.SIGUSR2)
+        sum(range(1000))
+        assert calls[-1] == ("handler", signal.SIGUSR2) and len(calls) == 3
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
 # -- 5. Write faults --------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from torch.func import functional_call, grad, vmap
 
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
+from ..signals import held
 from .losses import per_sample_loss
 from .terms import Term, row_data
 from .optim import PartialUpdate, own_rows, step_rows
@@ -255,8 +256,8 @@ class LocalTrainer:
         M = len(rows)
         terms = job.terms
         cut = self.frozen_cut(job)
-        step_grad = vmap(grad(lambda p, x, y, v, d: self.objective(cut(p), x, y, v, terms, d), has_aux=True),
-                         in_dims=(0, 0, 0, 0, tuple(0 for _ in terms)))
+        step_grad = held(vmap(grad(lambda p, x, y, v, d: self.objective(cut(p), x, y, v, terms, d), has_aux=True),
+                              in_dims=(0, 0, 0, 0, tuple(0 for _ in terms))))
         params, state = own_rows(job.start, job.opt_state)
         optimizer = self.optimizer_for(job)
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
@@ -347,7 +348,7 @@ class LocalTrainer:
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
         cut = self.frozen_cut(job)
-        single_grad = grad(lambda p, *rest: self.objective(cut(p), *rest), has_aux=True)
+        single_grad = held(grad(lambda p, *rest: self.objective(cut(p), *rest), has_aux=True))
         optimizer = self.optimizer_for(job)
         params, buffers = self.split({k: v.clone() for k, v in job.start.items()})
         state = take_state(job.opt_state, slice(None))
@@ -388,7 +389,7 @@ class LocalTrainer:
         in eval mode). Returned in `params` (trainable parameters only); first_loss = last_loss =
         the mean loss at the start. The penalty terms of the objective are not used."""
         params, buffers = self.split(job.start)
-        single_grad = grad(self.objective, has_aux=True)
+        single_grad = held(grad(self.objective, has_aux=True))
         grads = {k: torch.zeros_like(v) for k, v in params.items()}
         M = len(job.rows)
         log = RowLosses(M, job.x.device, job.x.dtype)
