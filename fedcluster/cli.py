@@ -124,6 +124,7 @@ def _task(cfg: DictConfig):
     if multirun:
         adopt_if_empty(out)   # Hydra created the job's directory: a refused job removes it again
     try:
+        signals.check()   # a stop while Hydra composed the config
         summary = run(cfg, out, on_claimed=_write_hydra_files)
     except RunInterrupted as e:
         resume = (f"resumes from the checkpoint after round {e.checkpoint_round}" if e.checkpoint_round

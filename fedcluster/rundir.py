@@ -7,7 +7,8 @@
 - a directory that holds another config's run (its `config.yaml` or checkpoint) is refused,
   naming the keys that differ, and left byte-identical;
 - the same config, unfinished: resume; finished: "already complete" (nothing redone) unless
-  `overwrite=true`, which removes the old results first (never mixes two runs' files).
+  `overwrite=true`, whose run removes the old results once every check before training has
+  passed (never mixes two runs' files; a refused replacement leaves the old run as it was).
 Keys that do not change results (`VOLATILE_KEYS`) are left out of the comparison."""
 import errno
 import fcntl
@@ -65,7 +66,7 @@ def differing_keys(old: dict, new: dict) -> List[str]:
 class Claim:
     """What the directory held when the run claimed it."""
     path: Path
-    state: str                      # "new" | "resume" | "complete"
+    state: str                      # "new" | "resume" | "complete" | "replace" (overwrite=true)
     summary: Optional[dict] = None  # the finished run's summary (state "complete")
 
 
@@ -353,10 +354,8 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
         raise RunDirectoryError(f"output directory {path} is not empty and holds no fedcluster run "
                                 f"({shown}); choose an empty or new hydra.run.dir")
     checkpoints = [n for n in (CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE) if (path / n).exists()]
-    if overwrite:
-        remove_stale_temp_files(path)
-        remove_results(path)
-        return Claim(path, "new")
+    if overwrite:   # the old results are removed by the run once every check has passed (`remove_results`)
+        return Claim(path, "replace")
     if (path / SUMMARY_FILE).exists():   # a finished (or diverged) run: trusted only as it was sealed
         summary = _read_summary(path)
         if summary is None:

@@ -27,7 +27,8 @@ from .io import write_csv, write_json, write_text
 from .loggers import make_loggers
 from .metrics import key_metric
 from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
-from .rundir import claim, remove_stale_temp_files
+from . import signals
+from .rundir import claim, remove_results, remove_stale_temp_files
 from .signals import deferred
 from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
@@ -55,10 +56,12 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
     with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
         if owned.state == "complete":
             return {**owned.summary, "already_complete": True}
-        return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed, loggers)
+        return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed, loggers,
+                          replace=owned.state == "replace")
 
 
-def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers) -> dict:
+def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers, replace: bool) -> dict:
+    """`replace` (overwrite=true): the old run's files go only once every check has passed."""
     started = time.time()
     keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
@@ -69,8 +72,11 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     alg.setup(fed)   # its checks (e.g. selection_size vs clients) also come before anything is written
     fingerprint = config_fingerprint(requested)
     watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
-    record = RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)   # verified before anything is written
+    record = RunRecord() if replace else RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)   # verified first
+    signals.check()   # the last safe point before anything is written or removed
     remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
+    if replace:
+        remove_results(out)
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
     if on_claimed is not None:
@@ -87,6 +93,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
         for lg in loggers:
             lg.open(out, requested, ids, record.metrics, record.next_round)
         for t in range(record.next_round, cfg.rounds):
+            signals.check()   # a stop noted since the last safe point (signals.py)
             plan = alg.plan(t, fed)
             tick = time.perf_counter()
             result = run_clients(t, plan, alg, trainer, fed, record, engine, cfg.seed)

@@ -1,16 +1,19 @@
 """Stop signals: SIGINT (Ctrl-C), SIGTERM and SIGUSR1 (what cluster schedulers such as SLURM send
-before they kill a job) all stop a run the same way: the write in progress finishes, the run says
-where it resumes from, and the process exits with 128 + the signal's number.
+before they kill a job) all stop a run the same way: the step or write in progress finishes, the
+run says where it resumes from, and the process exits with 128 + the signal's number.
 
-`install()` (the CLI does it first thing) makes each of them raise `Stopped` in the main thread,
-except inside `deferred()` (io.py wraps every result write in it), where the signal is held and
-raised when the write is complete, so no result file is ever left half-replaced by a stop.
-A step under one of torch.func's transforms (vmap, grad) is held the same way (`held`): an
-exception raised from a signal handler inside one leaves torch's transform stack corrupted
-("dynamicLayerStack.empty() INTERNAL ASSERT FAILED" instead of the stop). A launcher's own
-handlers in a job's process (submitit's requeue on SIGUSR2, which exits) are held too
-(`hold_foreign`)."""
-import functools
+A stop is never raised where the signal lands. An exception raised from a signal handler at an
+arbitrary bytecode breaks the code it lands in: inside torch's import a pybind11 callback
+aborts the process; inside a torch.func transform torch's transform stack is left corrupted
+("dynamicLayerStack.empty() INTERNAL ASSERT FAILED"); inside OmegaConf or scikit-learn their
+half-updated state gives an AttributeError or a RecursionError instead of the stop. So
+`install()` (the `fedcluster` command does it first thing) makes each stop signal only note
+itself, and `check()` raises it as `Stopped` at safe points: after the imports, before a run
+starts, at every round and every local training step, and at the end of every result write
+(`deferred()`, which io.py wraps around each, holds the stop until the write is complete).
+A second stop signal while one waits outside a write stops at once (a way out of a step that
+never ends). A launcher's own handlers in a job's process (submitit's requeue on SIGUSR2, which
+exits) wait for the next safe point the same way (`hold_foreign`)."""
 import signal
 import threading
 from contextlib import contextmanager
@@ -19,7 +22,7 @@ from typing import Callable, Iterator, List, Tuple
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR1") if hasattr(signal, name))
 
 _depth = 0   # nesting of deferred() blocks in progress in the main thread (where handlers run)
-_pending: List[Tuple[Callable, int]] = []   # (handler, signal) received inside one, run when the outermost ends
+_pending: List[Tuple[Callable, int]] = []   # (handler, signal) noted, run at the next safe point
 
 
 class Stopped(KeyboardInterrupt):
@@ -54,23 +57,20 @@ def _stop(signum, frame=None) -> None:
 
 
 def _handler(signum, frame) -> None:
-    if _depth > 0:
-        _pending.append((_stop, signum))
-        return
-    _stop(signum)
+    if _depth == 0 and any(h is _stop for h, _ in _pending):   # the second stop: at once
+        _pending.clear()
+        _stop(signum)
+    _pending.append((_stop, signum))
 
 
 class _Held:
-    """Another handler (a launcher's), run at once outside held blocks and at their end inside."""
+    """Another handler (a launcher's), run at the next safe point instead of where it lands."""
 
     def __init__(self, original: Callable):
         self.original = original
 
     def __call__(self, signum, frame) -> None:
-        if _depth > 0:
-            _pending.append((self.original, signum))
-            return
-        self.original(signum, frame)
+        _pending.append((self.original, signum))
 
 
 def install() -> None:
@@ -82,7 +82,7 @@ def install() -> None:
 
 
 def hold_foreign() -> None:
-    """Hold the Python handlers someone else installed (a launcher in a job's process) like ours."""
+    """Hold the Python handlers someone else installed (a launcher, in a job's process) like ours."""
     for name in ("SIGINT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGCONT"):
         s = getattr(signal, name, None)
         if s is None:
@@ -92,10 +92,20 @@ def hold_foreign() -> None:
             signal.signal(s, _Held(h))
 
 
+def check() -> None:
+    """A safe point: run the handlers noted since the last one (ours raises `Stopped`). Only in
+    the main thread (where handlers run) and outside a write."""
+    if not _pending or _depth > 0 or threading.current_thread() is not threading.main_thread():
+        return
+    noted = list(_pending)
+    _pending.clear()
+    for handler, signum in noted:
+        handler(signum, None)
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold stop signals until the block is done (a file write, a transformed step), then run the
-    held handlers (ours raises `Stopped`). Only the main thread counts: handlers run only there."""
+    """A write: every stop signal (a second one too) waits until the block is done, then `check()`."""
     global _depth
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -105,17 +115,4 @@ def deferred() -> Iterator[None]:
         yield
     finally:
         _depth -= 1
-        if _depth == 0 and _pending:
-            held_now = list(_pending)
-            _pending.clear()
-            for handler, signum in held_now:
-                handler(signum, None)
-
-
-def held(fn: Callable) -> Callable:
-    """`fn` (a torch.func transform) called with stop signals held until it returns."""
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        with deferred():
-            return fn(*args, **kwargs)
-    return call
+        check()

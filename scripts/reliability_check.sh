@@ -342,7 +342,7 @@ PY
 }
 killed_run() {   # a run of the reference config killed after its 2nd checkpoint
   "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$1" 2>/dev/null & local pid=$!
-  for _ in $(seq 600); do [ -e "$1/checkpoint.prev.pt" ] && break; sleep 0.05; done
+  for _ in $(seq 600); do [ -e "$1/checkpoint.prev.pt" ] && [ -e "$1/checkpoint.pt" ] && break; sleep 0.05; done
   kill -9 $pid; wait $pid 2>/dev/null
 }
 killed_run "$work/ck_killed"

@@ -269,6 +269,28 @@ def test_an_untouched_finished_run_is_recognised_and_its_seal_lists_its_tables(f
     assert again.get("already_complete")
 
 
+
+@pytest.mark.parametrize("args, needle", [
+    (["model=lenet"], "does not fit"),                              # the model check in build()
+    (["algorithm.selection_size=13"], "selection_size"),           # the algorithm's own setup check
+    (["partition.num_clients=100000000"], "this run needs at least"),   # the memory estimate
+])
+def test_a_refused_overwrite_leaves_the_finished_run_as_it_was(finished, args, needle):
+    """overwrite=true removes the old results only once every check before training has passed:
+    a replacement refused by a later check (model, algorithm, memory) leaves the old run intact."""
+    before = snapshot(finished)
+    with pytest.raises(ConfigError, match=needle):
+        run(make_cfg(SMALL + ["algorithm.selection_size=6", "overwrite=true", *args]), finished)
+    assert snapshot(finished) == before
+    assert run(make_cfg(SMALL + ["algorithm.selection_size=6"]), finished).get("already_complete")
+
+
+def test_overwrite_replaces_a_finished_run_of_another_config(finished):
+    summary = run(make_cfg(SMALL + ["algorithm.selection_size=6", "seed=1", "overwrite=true"]), finished)
+    assert summary["seed"] == 1 and not summary.get("already_complete")
+    assert set(pd.read_csv(finished / "metrics.csv")["seed"]) == {1}
+    assert "seed: 1" in (finished / "config.yaml").read_text()
+
 # -- 4 + 5. One line, exit 2, nothing left ---------------------------------------------------------
 
 @pytest.mark.parametrize("args, needle", [
@@ -367,10 +389,11 @@ def test_a_stop_during_a_write_waits_for_the_write(tmp_path):
 
 
 
-def test_a_stop_inside_a_transformed_step_waits_for_the_step(tmp_path):
-    """A stop arriving inside a torch.func transform (the batched engine's vmap(grad)) is raised
-    only once the transform has returned: raised inside one it can leave torch's transform stack
-    corrupted (a flaky "dynamicLayerStack.empty() INTERNAL ASSERT FAILED" in place of the stop)."""
+def test_a_stop_waits_for_a_safe_point_never_inside_a_transformed_step():
+    """A stop arriving inside a torch.func transform (the batched engine's vmap(grad)) is noted and
+    raised at the next safe point (`signals.check`, at every step): raised where it lands it can
+    leave torch's transform stack corrupted (a flaky "dynamicLayerStack.empty() INTERNAL ASSERT
+    FAILED" in place of the stop), or abort torch's import."""
     import torch
     from torch.func import grad, vmap
     signals.install()
@@ -383,33 +406,48 @@ def test_a_stop_inside_a_transformed_step_waits_for_the_step(tmp_path):
             finished.append(True)
             return out
 
-        step = signals.held(vmap(grad(loss)))
+        vmap(grad(loss))(torch.ones(3, 2), torch.ones(3, 2))
+        assert finished == [True]
         with pytest.raises(signals.Stopped) as e:
-            step(torch.ones(3, 2), torch.ones(3, 2))
-        assert finished == [True] and e.value.signum == signal.SIGUSR1
+            signals.check()
+        assert e.value.signum == signal.SIGUSR1
+        signals.check()   # raised once
         assert vmap(grad(lambda p: (2 * p).sum()))(torch.ones(2, 2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
     finally:
         for s in signals.STOP_SIGNALS:
             signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
 
 
-def test_a_launchers_own_handler_in_a_job_waits_for_the_step_too():
+def test_a_second_stop_while_one_waits_stops_at_once():
+    signals.install()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(1000))   # noted, not raised
+        with pytest.raises(signals.Stopped) as e:
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))
+        assert e.value.signum == signal.SIGINT
+        signals.check()   # nothing left noted
+    finally:
+        for s in signals.STOP_SIGNALS:
+            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+
+
+def test_a_launchers_own_handler_in_a_job_waits_for_a_safe_point_too():
     """submitit's requeue handler (SIGUSR2 in a job's process, ending in sys.exit) is held like
-    ours: it runs after the held block, not in the middle of it; outside held blocks at once."""
+    ours: it runs at the next safe point, not where the signal lands."""
     calls = []
     previous = signal.signal(signal.SIGUSR2, lambda signum, frame: calls.append(("handler", signum)))
     try:
         signals.hold_foreign()
-        with signals.deferred():
-            os.kill(os.getpid(), signal.SIGUSR2)
-            sum(range(1000))   # bytecodes during which the handler would have run
-            calls.append("block finished")
-        assert calls == ["block finished", ("handler", signal.SIGUSR2)]
         os.kill(os.getpid(), signal.SIGUSR2)
-        sum(range(1000))
-        assert calls[-1] == ("handler", signal.SIGUSR2) and len(calls) == 3
+        sum(range(1000))   # bytecodes during which the handler would have run
+        calls.append("step finished")
+        signals.check()
+        assert calls == ["step finished", ("handler", signal.SIGUSR2)]
     finally:
         signal.signal(signal.SIGUSR2, previous)
+
 
 # -- 5. Write faults --------------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ from ..engine.losses import per_sample_loss
 from ..engine.terms import MetaStep
 from ..errors import ConfigError
 from ..models.stacked import repeat
-from ..signals import held
 from .base import Algorithm
 from .clustered import check_choice
 from .fedavg import FedAvg
@@ -72,7 +71,7 @@ class PerFedAvg(FedAvg):
                 continue
             pick = torch.randperm(n, generator=fed.generator("perfedavg-eval", self._round, k))[:self.eval_batch]
             pick = pick.to(tr.x.device)
-            g = held(grad(loss))(glob, tr.x[k, pick], tr.y[k, pick])
+            g = grad(loss)(glob, tr.x[k, pick], tr.y[k, pick])
             for name in out:
                 out[name][k] = glob[name] - self.alpha * g[name]
         return out

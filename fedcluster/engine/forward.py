@@ -19,7 +19,6 @@ import torch
 from torch.func import functional_call, vmap
 
 from ..models.stacked import Stack
-from ..signals import held
 from .losses import per_sample_loss
 from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, parallel_map, split_evenly
@@ -138,7 +137,7 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
     kwargs = {"with_features": True} if features else {}
     with torch.inference_mode(), autocast():
         if batched:
-            out = held(vmap(lambda p, xm: functional_call(model, p, (xm,), kwargs)))(params, x[rows.to(x.device)])
+            out = vmap(lambda p, xm: functional_call(model, p, (xm,), kwargs))(params, x[rows.to(x.device)])
             out = out[1] if features else out
             return _normal(full_precision(out))
         step = chunk_size(model, x[0])

@@ -13,9 +13,9 @@ from typing import List, Optional
 import torch
 from torch.func import functional_call, grad, vmap
 
+from .. import signals
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
-from ..signals import held
 from .losses import per_sample_loss
 from .terms import Term, row_data
 from .optim import PartialUpdate, own_rows, step_rows
@@ -256,8 +256,8 @@ class LocalTrainer:
         M = len(rows)
         terms = job.terms
         cut = self.frozen_cut(job)
-        step_grad = held(vmap(grad(lambda p, x, y, v, d: self.objective(cut(p), x, y, v, terms, d), has_aux=True),
-                              in_dims=(0, 0, 0, 0, tuple(0 for _ in terms))))
+        step_grad = vmap(grad(lambda p, x, y, v, d: self.objective(cut(p), x, y, v, terms, d), has_aux=True),
+                         in_dims=(0, 0, 0, 0, tuple(0 for _ in terms)))
         params, state = own_rows(job.start, job.opt_state)
         optimizer = self.optimizer_for(job)
         index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
@@ -266,6 +266,7 @@ class LocalTrainer:
         counts = job.schedule.valid.sum(2)                      # [M, steps] host schedule data: no sync
         all_rows = torch.arange(M, device=device)
         for s in range(index.shape[1]):
+            signals.check()   # a stop waits for the step (never inside vmap)
             act = torch.nonzero(counts[:, s]).squeeze(1)
             if len(act) == 0:
                 continue
@@ -333,6 +334,7 @@ class LocalTrainer:
 
         with cpu_workers(device) as workers:
             for step in range(counts.shape[1]):
+                signals.check()
                 active_rows = torch.nonzero(counts[:, step]).squeeze(1).tolist()
                 if not active_rows:
                     continue
@@ -348,7 +350,7 @@ class LocalTrainer:
     def train_sequential(self, job: LocalJob) -> LocalResult:
         from .optim import put_state, take_state
         cut = self.frozen_cut(job)
-        single_grad = held(grad(lambda p, *rest: self.objective(cut(p), *rest), has_aux=True))
+        single_grad = grad(lambda p, *rest: self.objective(cut(p), *rest), has_aux=True)
         optimizer = self.optimizer_for(job)
         params, buffers = self.split({k: v.clone() for k, v in job.start.items()})
         state = take_state(job.opt_state, slice(None))
@@ -366,6 +368,7 @@ class LocalTrainer:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 torch.manual_seed(job.seed + m)                 # this row's dropout masks
                 for step in range(job.schedule.index.shape[1]):
+                    signals.check()
                     batch = self.row_batch(job, m, step, client)
                     if batch is None:
                         continue
@@ -389,7 +392,7 @@ class LocalTrainer:
         in eval mode). Returned in `params` (trainable parameters only); first_loss = last_loss =
         the mean loss at the start. The penalty terms of the objective are not used."""
         params, buffers = self.split(job.start)
-        single_grad = held(grad(self.objective, has_aux=True))
+        single_grad = grad(self.objective, has_aux=True)
         grads = {k: torch.zeros_like(v) for k, v in params.items()}
         M = len(job.rows)
         log = RowLosses(M, job.x.device, job.x.dtype)
@@ -397,6 +400,7 @@ class LocalTrainer:
         self.model.eval()   # batch norm: running statistics, not updated; dropout off
         try:
             for m in range(M):
+                signals.check()
                 batch = self.row_batch(job, m, 0, int(job.rows[m]))
                 if batch is None:
                     continue

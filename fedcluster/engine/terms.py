@@ -157,9 +157,7 @@ class MetaStep(Term):
     def objective(self, loss, params: Stack, x, y, valid):
         """(the scalar whose gradient in `params` is the step's direction, the data loss
         f(theta'; D')). `loss(params, x, y, valid)` is the mean data loss of a batch."""
-        from torch.func import grad as plain_grad
-        from ..signals import held
-        grad = lambda f: held(plain_grad(f))   # noqa: E731 -- a stop signal waits for the transform to return
+        from torch.func import grad
         s = self.split
         part = lambda i: (x[i * s:(i + 1) * s], y[i * s:(i + 1) * s], valid[i * s:(i + 1) * s])
         fixed = {k: v.detach() for k, v in params.items()}
