@@ -9,7 +9,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -22,6 +22,41 @@ from .config import register_schemas
 from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 
 _FAILED: List[str] = []          # multirun: jobs that ended with a user error (the sweep goes on)
+
+
+class _Sweep:
+    """This process's sweep (Hydra's basic launcher runs every job here; other launchers run them
+    in their own processes, which print their own lines). Refusals are held while no job has run:
+    a sweep whose every job is refused is one line and leaves nothing, like a refused run."""
+    dir: Optional[str] = None   # set by on_multirun_start
+    ran = 0                     # jobs that trained or found their finished run
+    refused: List[str] = []     # the held refusals' messages
+    held: List[str] = []        # their lines, printed once a job has run
+
+    @classmethod
+    def job_ran(cls) -> None:
+        cls.ran += 1
+        cls.flush()
+
+    @classmethod
+    def flush(cls) -> None:
+        for line in cls.held:
+            print(line, file=sys.stderr)
+        cls.held = []
+
+    @classmethod
+    def discard(cls) -> None:
+        """Remove the sweep directory this process created (and its new parents) when no job
+        wrote anything in it: only Hydra's multirun.yaml is there."""
+        from .rundir import _CREATED, discard_created
+        d = cls.dir
+        if d is None or cls.ran or os.path.abspath(d) not in _CREATED:
+            return
+        entries = {e.name for e in Path(d).iterdir()} if Path(d).is_dir() else set()
+        if entries <= {"multirun.yaml"}:
+            if entries:
+                (Path(d) / "multirun.yaml").unlink()
+            discard_created(d)
 _UNIQUE = secrets.token_hex(2)   # this process's run-directory suffix: two starts in one second never share one
 
 
@@ -89,11 +124,17 @@ class RunDirGuard(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         from .rundir import check_place
         try:
-            check_place(config.hydra.sweep.dir)
+            check_place(config.hydra.sweep.dir, key="hydra.sweep.dir")
         except ConfigError as e:
             _fail(str(e))
+        _Sweep.dir = str(config.hydra.sweep.dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        if _FAILED and not _Sweep.ran and len(_Sweep.refused) == len(_FAILED):
+            _Sweep.discard()
+            reasons = list(dict.fromkeys(_Sweep.refused))   # each distinct reason once, in order
+            _fail(f"all {len(_FAILED)} jobs of the sweep were refused, nothing was written: " + " | ".join(reasons))
+        _Sweep.flush()
         if _FAILED:
             _fail(f"{len(_FAILED)} job(s) of the sweep failed: " + "; ".join(_FAILED))
 
@@ -142,10 +183,21 @@ def _task(cfg: DictConfig):
             raise
         discard_created(out)
         if multirun:   # one bad job (e.g. a diverging learning rate of a grid) does not stop the sweep
-            print(f"fedcluster: error: {out}: {cause}", file=sys.stderr)
+            line = f"fedcluster: error: {out}: {cause}"
             _FAILED.append(f"{Path(out).name}: {str(cause).splitlines()[0][:120]}")
+            refused = isinstance(cause, (ConfigError, DataNotFoundError)) and not Path(out, "config.yaml").exists()
+            if refused and _Sweep.dir is not None and not _Sweep.ran:
+                _Sweep.refused.append(str(cause).splitlines()[0])
+                _Sweep.held.append(line)
+                return None
+            if not refused:
+                _Sweep.ran += 1
+            _Sweep.flush()
+            print(line, file=sys.stderr)
             return None
         _fail(str(cause), code=1 if isinstance(cause, (RunFault, WriteFailed)) else 2)   # a machine fault: exit 1
+    if multirun:
+        _Sweep.job_ran()
     if summary.get("already_complete"):
         status = summary.get("status", "complete")
         if status != "complete":
@@ -205,6 +257,7 @@ def _one_line_composition_errors(conf: Path) -> None:
             in_job = any(frame.name == "_task" for frame in traceback.extract_tb(e.__traceback__))
             line = None if (in_job or os.environ.get("HYDRA_FULL_ERROR") == "1") else one_line(e, conf)
             if line is not None:
+                _Sweep.discard()   # a sweep stopped by a job's composition error leaves nothing
                 _fail(line)
 
             def again(error=e):   # Hydra's own report of the same error

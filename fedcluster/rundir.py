@@ -96,35 +96,35 @@ def _make_dirs(path: Path, created: List[Path]) -> None:
                 raise
 
 
-def check_place(path) -> None:
+def check_place(path, key: str = "hydra.run.dir") -> None:
     """Create `path` (parents too) or fail with one line saying why: an empty path, an existing
     file, a read-only file system, no permission. The directories created are remembered
-    (`discard_created` removes them again after a refusal)."""
+    (`discard_created` removes them again after a refusal). `key`: the setting named in errors."""
     if path is None or not str(path).strip():
-        raise RunDirectoryError("output directory is empty (hydra.run.dir=''); give a directory, "
-                                "e.g. hydra.run.dir=outputs/runs/my-run")
+        raise RunDirectoryError(f"output directory is empty ({key}=''); give a directory, "
+                                f"e.g. {key}=outputs/runs/my-run")
     path = Path(path)
     created: List[Path] = []
     try:
         for p in (path, *path.parents):
             if p.exists() and not p.is_dir():
                 raise RunDirectoryError(f"output directory {path} cannot be created: {p} is an existing file, "
-                                        "not a directory; choose another hydra.run.dir" if p != path else
+                                        f"not a directory; choose another {key}" if p != path else
                                         f"output directory {path} is an existing file, not a directory; "
-                                        "choose another hydra.run.dir")
+                                        f"choose another {key}")
             if p.exists():
                 break
         _make_dirs(path, created)
     except OSError as e:   # also a name too long, a path through /proc, no permission
         _remove_created_parents(created)
         raise RunDirectoryError(f"output directory {str(path)[:200]} cannot be created ({e.strerror or e}); "
-                                "choose another hydra.run.dir") from None
+                                f"choose another {key}") from None
     if created:
         _CREATED.setdefault(os.path.abspath(path), []).extend(Path(os.path.abspath(p)) for p in created)
     if not os.access(path, os.W_OK | os.X_OK):
         discard_created(path)
         raise RunDirectoryError(f"output directory {path} is not writable (permission denied or read-only "
-                                "file system); choose another hydra.run.dir")
+                                f"file system); choose another {key}")
 
 
 def _remove_created_parents(created: List[Path]) -> None:

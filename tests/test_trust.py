@@ -315,6 +315,47 @@ def test_composition_errors_are_one_line_and_leave_nothing(tmp_path, args, needl
     assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
 
 
+
+@pytest.mark.parametrize("args, needle", [
+    (["rouns=2,3"], "rouns is not a setting (did you mean rounds?)"),                  # a job's composition error
+    (["seed=0,abc"], "seed=abc: wrong type for seed"),
+    (["rounds=range(-1,1)"], "all 2 jobs of the sweep were refused, nothing was written: rounds=-1 is out of range"),
+    (["seed=0,1", "train.lr=-1"], "all 2 jobs of the sweep were refused, nothing was written: train.lr=-1.0 is out "
+                                  "of range; allowed: > 0"),   # one reason, said once
+])
+def test_a_refused_sweep_is_one_line_and_leaves_nothing(tmp_path, args, needle):
+    """A sweep stopped by a job's composition error, or whose every job is refused, leaves no
+    sweep directory (Hydra's multirun.yaml included) and no parent it created."""
+    sweep = tmp_path / "X" / "a" / "b" / "c"
+    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", *args, f"hydra.sweep.dir={sweep}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    one_line_error(proc, needle)
+    assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
+
+
+def test_a_preset_whose_every_job_is_refused_leaves_nothing_in_its_default_directory(tmp_path):
+    proc = subprocess.run([_fedcluster(), "+preset=fedsoft/table1_synthetic", "train.lr=-1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    one_line_error(proc, "all 12 jobs of the sweep were refused", "train.lr=-1.0 is out of range")
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_a_sweep_with_a_refused_job_keeps_the_others_and_names_the_refusal(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", "rounds=0,1", f"hydra.sweep.dir={sweep}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "rounds=0 is out of range" in proc.stderr and "1 job(s) of the sweep failed" in proc.stderr
+    assert [json.loads(p.read_text())["rounds"] for p in sweep.glob("*/summary.json")] == [1]
+    assert (sweep / "multirun.yaml").exists()
+
+
+def test_an_empty_sweep_directory_is_named_as_such(tmp_path):
+    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "seed=0,1", "hydra.sweep.dir="], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    one_line_error(proc, "output directory is empty (hydra.sweep.dir='')")
+    assert list(tmp_path.iterdir()) == []
+
 def test_hydra_full_error_still_gives_the_full_trace(tmp_path):
     proc = subprocess.run([_fedcluster(), "train.lr=abc", f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
