@@ -238,3 +238,29 @@ def test_feature_algorithm_with_a_model_without_features(tmp_path):
     with pytest.raises(ConfigError, match=r"algorithm=fedproto reads the model's features but model=linear has none"):
         run(cfg, out)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("overrides,needles", [
+    (["dataset.distributions=[{rotation:abc}]"], ["dataset.distributions[0].rotation='abc' is not allowed", "multiple of 90"]),
+    (["dataset.distributions=[{rotation:90.5}]"], ["dataset.distributions[0].rotation=90.5 is not allowed"]),
+    (["dataset.distributions=[{rotaton:0}]"], ["dataset.distributions[0].rotaton is not a setting; allowed: subset, rotation"]),
+    (["dataset.distributions=[null]"], ["dataset.distributions[0]=None is not a mapping"]),
+    (["dataset.distributions=[3]"], ["dataset.distributions[0]=3 is not a mapping"]),
+    (["dataset.distributions=abc"], ["dataset.distributions='abc' is not a list"]),
+    (["dataset.distributions=[{subset:upper}]"], ["dataset.distributions[0].subset='upper' is unknown for digits"]),
+    (["dataset.augment={pad:4}"], ["dataset.augment.pad is not a setting; allowed: padding, hflip"]),
+    (["dataset.augment=yes"], ["dataset.augment='yes' is not allowed"]),
+    (["dataset.augment={padding:2.5}"], ["dataset.augment.padding=2.5 is not allowed"]),
+    (["dataset.augment={hflip:3}"], ["dataset.augment.hflip=3 is not allowed"]),
+    (["+dataset.reader_kwargs={foo:1}"], ["dataset.reader_kwargs.foo is not a setting of the digits reader; "
+                                          "allowed: test_fraction"]),
+])
+def test_bad_image_source_settings_are_refused_before_any_data_is_read(tmp_path, overrides, needles):
+    refused(tmp_path, DIGITS + overrides, *needles)
+
+
+def test_good_image_source_settings_still_run(tmp_path):
+    summary = run(make_cfg(BASE + ["algorithm.selection_size=5"] + DIGITS +
+                           ["dataset.distributions=[{rotation:0},{rotation:270}]", "dataset.augment={padding:2}",
+                            "+dataset.reader_kwargs={test_fraction:0.3}"]), tmp_path / "run")
+    assert summary["status"] == "complete"

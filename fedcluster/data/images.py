@@ -4,6 +4,7 @@ A distribution is a sub-dataset (e.g. EMNIST upper-case letters) seen at a rotat
 (0/90/180/270 degrees, exact with torch.rot90). Distributions that share a sub-dataset
 get disjoint shards of it, so no image appears in two distributions."""
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Dict, List, Optional, Sequence
 
 import torch
@@ -19,6 +20,68 @@ SUBSETS: Dict[str, Dict[str, range]] = {
 }
 
 
+def distribution_specs(name: str, distributions) -> List[dict]:
+    """dataset.distributions as [{subset, rotation}], every entry checked before any data is read
+    (a misspelt key or a fractional angle is an error, not ignored or cut)."""
+    if isinstance(distributions, (str, bytes, Mapping)) or not isinstance(distributions, Sequence):
+        raise ConfigError(f"dataset.distributions={distributions!r} is not a list; allowed: a list of "
+                          "{subset, rotation}, e.g. [{rotation: 0}, {rotation: 90}]")
+    specs = []
+    for i, d in enumerate(distributions):
+        where = f"dataset.distributions[{i}]"
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"{where}={d!r} is not a mapping; allowed: {{subset, rotation}}, e.g. {{rotation: 90}}")
+        unknown = sorted(set(d) - {"subset", "rotation"})
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]} is not a setting; allowed: subset, rotation")
+        rotation = d.get("rotation", 0)
+        if isinstance(rotation, bool) or not isinstance(rotation, int) or rotation % 90:
+            raise ConfigError(f"{where}.rotation={rotation!r} is not allowed; allowed: a multiple of 90 "
+                              "(0, 90, 180, 270)")
+        subset = d.get("subset")
+        if subset is not None and subset not in SUBSETS.get(name, {}):
+            raise ConfigError(f"{where}.subset={subset!r} is unknown for {name}; "
+                              f"allowed: {sorted(SUBSETS.get(name, {})) or 'none'}")
+        specs.append(dict(subset=subset, rotation=rotation))
+    if not specs:
+        raise ConfigError("dataset.distributions is empty; give at least one {subset, rotation}")
+    return specs
+
+
+def crop_flip(augment) -> Optional[CropFlip]:
+    """dataset.augment ({padding, hflip} or null) as the augmentation it names."""
+    if augment is None or augment is False:
+        return None
+    if not isinstance(augment, Mapping):
+        raise ConfigError(f"dataset.augment={augment!r} is not allowed; allowed: null or {{padding: 4, hflip: true}}")
+    if not augment:
+        return None
+    unknown = sorted(set(augment) - {"padding", "hflip"})
+    if unknown:
+        raise ConfigError(f"dataset.augment.{unknown[0]} is not a setting; allowed: padding, hflip")
+    padding, hflip = augment.get("padding", 4), augment.get("hflip", True)
+    if isinstance(padding, bool) or not isinstance(padding, int):
+        raise ConfigError(f"dataset.augment.padding={padding!r} is not allowed; allowed: a whole number >= 0")
+    if not isinstance(hflip, bool):
+        raise ConfigError(f"dataset.augment.hflip={hflip!r} is not allowed; allowed: true or false")
+    return CropFlip(padding=padding, hflip=hflip)
+
+
+def checked_reader_kwargs(name: str, reader_kwargs) -> dict:
+    """dataset.reader_kwargs, each key one the data set's reader takes."""
+    import inspect
+    if reader_kwargs is None:
+        return {}
+    if not isinstance(reader_kwargs, Mapping):
+        raise ConfigError(f"dataset.reader_kwargs={reader_kwargs!r} is not a mapping; allowed: null or {{key: value}}")
+    allowed = [k for k in inspect.signature(READERS[name]).parameters if k not in ("root", "download")]
+    for key in reader_kwargs:
+        if key not in allowed:
+            raise ConfigError(f"dataset.reader_kwargs.{key} is not a setting of the {name} reader; "
+                              f"allowed: {', '.join(allowed) or 'none'}")
+    return dict(reader_kwargs)
+
+
 class ImageSource:
     task = "classification"
 
@@ -27,20 +90,13 @@ class ImageSource:
                  train_size: Optional[int] = None, unsupervised: bool = False, augment: Optional[dict] = None):
         if name not in READERS:
             raise ConfigError(f"dataset.name={name!r} is unknown; allowed: {sorted(READERS)}")
-        if not distributions:
-            raise ConfigError("dataset.distributions is empty; give at least one {subset, rotation}")
-        self.specs = [dict(subset=d.get("subset"), rotation=int(d.get("rotation", 0))) for d in distributions]
-        for spec in self.specs:
-            if spec["rotation"] % 90:
-                raise ConfigError(f"rotation={spec['rotation']} is not allowed; use a multiple of 90 (0, 90, 180, 270)")
-            if spec["subset"] is not None and spec["subset"] not in SUBSETS.get(name, {}):
-                raise ConfigError(f"subset={spec['subset']!r} is unknown for {name}; "
-                                  f"allowed: {sorted(SUBSETS.get(name, {})) or 'none'}")
+        self.specs = distribution_specs(name, distributions)
         if augment and unsupervised:
             raise ConfigError("dataset.augment is not allowed with dataset.unsupervised=true (the targets are the "
                               "un-augmented inputs); set dataset.augment=null")
-        self.augment = CropFlip(**augment) if augment else None   # training batches only (engine/local.py)
-        tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **(reader_kwargs or {}))
+        self.augment = crop_flip(augment)   # training batches only (engine/local.py)
+        reader_kwargs = checked_reader_kwargs(name, reader_kwargs)
+        tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **reader_kwargs)
         self.test_size, self.train_size, self.seed = test_size, train_size, seed
         if unsupervised:   # reconstruction targets instead of labels (CLoVE's unsupervised mode)
             self.task = "reconstruction"
