@@ -15,6 +15,7 @@ from hydra.core.global_hydra import GlobalHydra
 import fedcluster
 from fedcluster.config import register_schemas
 from fedcluster.report import build_report
+from fedcluster.report.preset_data import data_mismatches
 from fedcluster.report.runs import Run, identity_keys
 from fedcluster.runner import requested_config
 from fedcluster.tables import TABLES
@@ -35,6 +36,8 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("table1_runs")
     made = {"fedsoft": ["algorithm.selection_size=5"],
             "ifca": ["algorithm=ifca"],
+            "other_mix": ["algorithm.selection_size=5", "partition=mix_10_90", "partition.minor=0.3"],
+            "own_mix": ["algorithm.selection_size=5", "partition=mix_10_90"],
             "other_data": ["algorithm.selection_size=5", "dataset=separated_regression", "dataset.num_distributions=2"]}
     for name, extra in made.items():
         fedcluster.run(TABLE1 + extra, str(root / name))
@@ -99,6 +102,19 @@ def test_a_run_on_other_data_leaves_the_paper_table(tmp_path, runs):
     assert sorted(generic["dataset.name"]) == ["separated_regression", "synthetic"]
     assert sorted(generic["algorithm.name"]) == ["fedsoft", "ifca"]
 
+
+
+def test_a_run_whose_partition_settings_are_not_the_tables_leaves_it(tmp_path, runs):
+    """`partition.minor=0.3` under the option mix_10_90 is 30:70 data: no run of the 10:90 row
+    (report/preset_data.py); the same option at its own settings, at a smaller scale, stays."""
+    sweep = _sweep(tmp_path, runs, "other_mix", "own_mix")
+    text = build_report(sweep)
+    paper = _section(text, "FedSoft Table 1 (synthetic)")
+    assert paper and "1 run(s) with table: fedsoft_table1_synthetic are not in this table" in paper
+    assert f"{sweep / 'other_mix'}: partition.minor 0.3 (the table's: 0.1)." in text
+    frame = pd.read_csv(sweep / "report_fedsoft_table1_synthetic.csv")
+    assert set(frame["partition"]) == {"mix_10_90"} and (frame["seeds"] == 1).all()
+    assert len(pd.read_csv(sweep / "report_runs.csv")) == 1
 
 def test_moved_runs_of_two_tables_stay_apart_by_their_table(tmp_path):
     """The same IFCA config under two paper tables' names: both leave their tables, and `table`
@@ -196,6 +212,7 @@ def test_every_presets_runs_are_accepted_by_its_table(preset):
         spec = TABLES[config["table"]]
         run = Run(Path(preset), {}, identity_keys(config), config.get("seed"))
         assert spec.mismatches(run) == [], (preset, overrides)
+        assert data_mismatches(config["table"], run) == [], (preset, overrides)   # its data are the table's
 
 
 def test_every_allowed_value_comes_from_a_preset_or_the_papers_table():

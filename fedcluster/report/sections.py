@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import tables
 from .cells import to_csv_frame
+from .preset_data import data_mismatches
 from .runs import Cell, Run, make_cells, matches, show, split_by, varying_keys
 
 
@@ -86,7 +87,8 @@ def sections_for(runs: List[Run]) -> List[Section]:
     """Runs grouped by the `table` their preset set (paper tables first, in tables.TABLES order).
     A run is placed in a paper table only if the table's Spec accepts its algorithm, data and
     model (Spec.identity: e.g. `+preset=fedsoft/table1_synthetic algorithm=ifca` is no FedSoft
-    Table 1 run); any other run goes to the generic table, whose notes say why for each run, and
+    Table 1 run) and its data are the preset's (preset_data.py: `partition.minor=0.3` under
+    mix_10_90 is no 10:90 run); any other run goes to the generic table, whose notes say why for each run, and
     the paper table (where it still has runs) says how many left it."""
     by_table: Dict[str, List[Run]] = {}
     moved: Dict[str, List[Tuple[Run, List[str]]]] = {}
@@ -95,6 +97,8 @@ def sections_for(runs: List[Run]) -> List[Section]:
         name = name if isinstance(name, str) else ""
         spec = tables.TABLES.get(name)
         why = spec.mismatches(r) if spec is not None else []
+        if spec is not None and not why:
+            why = data_mismatches(name, r)   # the table's data: its preset's dataset/partition settings
         if why:
             moved.setdefault(name, []).append((r, why))
             name = ""
