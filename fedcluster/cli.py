@@ -133,7 +133,8 @@ class RunDirGuard(Callback):
         if _FAILED and not _Sweep.ran and len(_Sweep.refused) == len(_FAILED):
             _Sweep.discard()
             reasons = list(dict.fromkeys(_Sweep.refused))   # each distinct reason once, in order
-            _fail(f"all {len(_FAILED)} jobs of the sweep were refused, nothing was written: " + " | ".join(reasons))
+            jobs = "the sweep's only job was" if len(_FAILED) == 1 else f"all {len(_FAILED)} jobs of the sweep were"
+            _fail(f"{jobs} refused, nothing was written: " + " | ".join(reasons))
         _Sweep.flush()
         if _FAILED:
             _fail(f"{len(_FAILED)} job(s) of the sweep failed: " + "; ".join(_FAILED))
