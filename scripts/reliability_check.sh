@@ -4,6 +4,9 @@
 # locks, concurrent starts, Ctrl-C, kill -9 and resume, divergence, multirun re-runs, report).
 # Usage: bash scripts/reliability_check.sh [WORK_DIR]     (about 5 minutes on 2 CPU cores)
 # Prints one line per case and then "N passed, M failed"; exits 1 if any case failed.
+# Each case is a fresh `fedcluster` process as a user starts it (about 4.5 CPU-seconds before it can
+# refuse: 2.4 s of it importing torch), so this keeps one or two cases per rule; tests/ hold the rest
+# (test_input_checks.py, test_config_errors.py, test_trust.py run the other values in-process).
 set -u
 work=${1:-$(mktemp -d /tmp/fedcluster_reliability.XXXX)}
 mkdir -p "$work" && cd "$work" || exit 2
@@ -54,45 +57,30 @@ settle() {
 main() {
 section "bad inputs (each refused with one line before anything is written)"
 expect_refusal "train.lr=nan is not a finite number" train.lr=nan
-expect_refusal "train.lr=inf is not a finite number" train.lr=inf
 expect_refusal "train.lr=-1.0 is out of range" train.lr=-1
-expect_refusal "train.lr=0.0 is out of range" train.lr=0
 expect_refusal "eval_every=0 is out of range" eval_every=0
-expect_refusal "eval_every=-1 is out of range" eval_every=-1
 expect_refusal "checkpoint_every=-1 is out of range" checkpoint_every=-1
 expect_refusal "rounds=0 is out of range" rounds=0
-expect_refusal "rounds=-5 is out of range" rounds=-5
 expect_refusal "seed=-1 is out of range" seed=-1
 expect_refusal "train.epochs=0 is out of range" train.epochs=0
 expect_refusal "train.batch_size=0 is out of range" train.batch_size=0
-expect_refusal "train.steps=0 is out of range" train.steps=0
 expect_refusal "train.momentum=1.0 is out of range" train.momentum=1.0
-expect_refusal "train.momentum=-0.1 is out of range" train.momentum=-0.1
 expect_refusal "train.weight_decay=-1.0 is out of range" train.weight_decay=-1
-expect_refusal "train.weight_decay=nan is not a finite" train.weight_decay=nan
 expect_refusal "train.optimizer='rmsprop' is unknown" train.optimizer=rmsprop
 expect_refusal "partition.num_clients=0 is out of range" partition.num_clients=0
 expect_refusal "this run needs at least" partition.num_clients=100000000   # ~577 GiB: refused on any machine
-expect_refusal "partition.min_samples=0 is out of range" partition.min_samples=0
 expect_refusal "min_samples=100 exceeds partition.max_samples=50" partition.min_samples=100 partition.max_samples=50
 expect_refusal "partition.local_test_fraction=1.5 is out of range" partition.local_test_fraction=1.5
-expect_refusal "partition.local_test_fraction=nan is not a finite" partition.local_test_fraction=nan
 expect_refusal "dataset.theta_var=-1.0 is out of range" dataset.theta_var=-1
-expect_refusal "dataset.noise_std=inf is not a finite" dataset.noise_std=inf
-expect_refusal "dataset.dim=0 is out of range" dataset.dim=0
-expect_refusal "dataset.test_size=0 is out of range" dataset.test_size=0
 expect_refusal "dataset.delta=0.0 is out of range" dataset=separated_regression dataset.delta=0
 expect_refusal "num_clusters=0 is out of range" num_clusters=0
 expect_refusal "algorithm.lam=-1.0 is out of range" algorithm.lam=-1
-expect_refusal "algorithm.tau=0 is out of range" algorithm.tau=0
 expect_refusal "algorithm.selection_size=0 is out of range" algorithm.selection_size=0
 expect_refusal "algorithm.smoother=nan is not a finite" algorithm.smoother=nan
 expect_refusal "algorithm.selection_size=500" algorithm.selection_size=500
 expect_refusal "algorithm.client_fraction=0.0 is out of range" algorithm=fedavg algorithm.client_fraction=0
-expect_refusal "algorithm.client_fraction=1.5 is out of range" algorithm=fedavg algorithm.client_fraction=1.5
 expect_refusal "algorithm.mu=-1.0 is out of range" algorithm=fedprox algorithm.mu=-1
 expect_refusal "algorithm.eps1=-1.0 is out of range" algorithm=cfl algorithm.eps1=-1
-expect_refusal "divergence_factor=0.0 is out of range" divergence_factor=0
 expect_refusal "model=letters_cnn does not fit dataset=synthetic's inputs (shape (10,))" model=letters_cnn
 expect_refusal "model=lenet does not fit dataset=digits's inputs (shape (1, 8, 8))" model=lenet dataset=digits partition=random
 expect_refusal "engine='fast' is unknown" engine=fast
@@ -105,12 +93,10 @@ fi
 section "composition errors (Hydra's own, as one line)"
 expect_refusal "train.lr=abc: wrong type for train.lr; allowed: a number" train.lr=abc
 expect_refusal "partition.num_clients=1.5: wrong type" partition.num_clients=1.5
-expect_refusal "rounds=3.5: wrong type" rounds=3.5
 expect_refusal "seed=: wrong type" seed=
 expect_refusal "plots=maybe: wrong type for plots; allowed: true or false" plots=maybe
 expect_refusal "rouns is not a setting (did you mean rounds?)" rouns=3
 expect_refusal "rouns (did you mean rounds?) is not a fedcluster setting" +rouns=3
-expect_refusal "train.lrr (did you mean lr?) is not a fedcluster setting" +train.lrr=0.1
 expect_refusal "algorithm.trim is not a fedcluster setting" +algorithm.trim=0.1
 expect_refusal "algorithm.tua is not a setting (did you mean tau?)" algorithm.tua=2
 expect_refusal "algorithm=nope is unknown; allowed: cfl" algorithm=nope
@@ -121,7 +107,6 @@ expect_refusal "train is a group of settings" train=3
 expect_refusal "cannot read the argument 'dir'" "hydra.run.dir=my" dir
 expect_refusal "cannot read the argument" "train.lr=(0.1"
 expect_refusal "rounds is missing (deleted with ~rounds?)" '~rounds'
-expect_refusal "divergence_factor is missing" '~divergence_factor'
 expect_refusal "train.lr cannot be resolved" 'train.lr=${nope}'
 
 section "input checks: models that cannot train on the data, memory, values, damaged data files"
@@ -132,31 +117,22 @@ expect_refusal "model=fc_autoencoder does not fit dataset=synthetic's inputs (sh
 expect_refusal "the classification loss needs (4, 10)" model=fc_autoencoder dataset=digits partition=random
 expect_refusal "algorithm=fedproto reads the model's features but model=linear has none" algorithm=fedproto model=linear dataset=digits 'dataset.distributions=[{rotation:0}]' partition=random
 expect_refusal "dataset.dim=1000000000: this run needs at least" dataset.dim=1000000000
-expect_refusal "dataset.dim=1000000000: this run needs at least" dataset=separated_regression dataset.dim=1000000000
 expect_refusal "dataset.test_size=1000000000: this run needs at least" dataset.test_size=1000000000
 expect_refusal "partition.max_samples=100000: this run needs at least" dataset.dim=100000 partition.min_samples=100 partition.max_samples=100000
 expect_refusal "model=mlp on inputs of shape (10,): this run needs at least" model=mlp 'model.hidden=[100000,100000]'
 expect_refusal "model.hidden[0]=0 is out of range; allowed: >= 1" model=mlp 'model.hidden=[0]'
-expect_refusal "model.hidden[0]=-3 is out of range" model=mlp 'model.hidden=[-3]'
 expect_refusal "model.hidden=[] is empty" model=fc_autoencoder 'model.hidden=[]' dataset=digits partition=random dataset.unsupervised=true
 expect_refusal "model.channels=[4] has 1 entries; allowed: exactly 2" model=conv_autoencoder 'model.channels=[4]' dataset=digits partition=random dataset.unsupervised=true
-expect_refusal "model.channels=[] is empty" model=cifar_cnn 'model.channels=[]' dataset=digits partition=random
 expect_refusal "model.dropout=1.0 is out of range" model=bn_cnn model.dropout=1.0 dataset=digits partition=random
-expect_refusal "model.kernel_sizes[0]=0 is out of range" model=textcnn model.vocab_size=100 'model.kernel_sizes=[0]' dataset=digits partition=random
 expect_refusal "hardware.precision='tf32' is an NVIDIA GPU mode" hardware.precision=tf32
 expect_refusal "rounds=99999999999999999999 does not fit in 64 bits" rounds=99999999999999999999
 expect_refusal "seed=18446744073709551616 does not fit in 64 bits" seed=18446744073709551616
-expect_refusal "partition.num_clients=-99999999999999999999 does not fit in 64 bits" partition.num_clients=-99999999999999999999
 expect_refusal "rounds=2000000 is out of range; allowed: in [1, 1000000]" rounds=2000000
-expect_refusal "train.epochs=100000000 is out of range" train.epochs=100000000
-expect_refusal "train.steps=10000000 is out of range" train.steps=10000000
 expect_refusal "train.batch_size=100000000000 is out of range" train.batch_size=100000000000
 expect_refusal "objective=local_val_accuracy is not a metric of this run" objective=local_val_accuracy
 expect_refusal "is a reconstruction task" objective=local_val_accuracy model=fc_autoencoder dataset=digits partition=random dataset.unsupervised=true
 expect_refusal "objective=local_val_mse is not a metric of this run" objective=local_val_mse dataset=digits partition=random
-expect_refusal "objective=local_val_foo is not a metric of this run" objective=local_val_foo
 expect_refusal "algorithm.server_lr=-1.0 is out of range" algorithm=clove algorithm.server_lr=-1
-expect_refusal "algorithm.server_optimizer='foo' is unknown" algorithm=clove algorithm.server_optimizer=foo
 expect_refusal "distribution rot0 has 674 train images but the partition asks for" dataset=digits partition=random partition.min_samples=2000 partition.max_samples=3000
 fake_mnist() {   # fake_mnist DIR [gz]: 4 IDX files of 200/60 28x28 images under DIR/MNIST/raw
   python3 - "$1" "${2:-}" <<'PY'
@@ -188,6 +164,12 @@ d=$work/data_labels; fake_mnist "$d"; f=$d/MNIST/raw/train-labels-idx1-ubyte; py
 expect_refusal "$f: holds label 200; MNIST has 10 classes" "${MN[@]}" dataset.root=$d
 d=$work/data_cifar; mkdir -p "$d/cifar-10-batches-py"; for b in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do printf 'garbage, not a pickle' > "$d/cifar-10-batches-py/$b"; done
 expect_refusal "$d/cifar-10-batches-py/data_batch_1: not a pickled CIFAR-10 batch" dataset=cifar10 model=lenet dataset.root=$d
+DG=(dataset=digits partition=random)
+expect_refusal "dataset.distributions[0].rotation='abc' is not allowed" "${DG[@]}" 'dataset.distributions=[{rotation:abc}]'
+expect_refusal "dataset.distributions[0].rotaton is not a setting" "${DG[@]}" 'dataset.distributions=[{rotaton:0}]'
+expect_refusal "dataset.distributions='abc' is not a list" "${DG[@]}" dataset.distributions=abc
+expect_refusal "dataset.augment.pad is not a setting" "${DG[@]}" 'dataset.augment={pad:4}'
+expect_refusal "dataset.reader_kwargs.foo is not a setting of the digits reader" "${DG[@]}" '+dataset.reader_kwargs={foo:1}'
 
 settle
 
@@ -270,6 +252,38 @@ before=$(tree_hash "$job")
 err=$("$FC" -m "${SMALL[@]}" seed=0,1 checkpoint_every=3 plots=true "hydra.sweep.dir=$sweep" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 0 ] && [ "$(echo "$err" | grep -c "already holds")" -eq 2 ] && [ "$(tree_hash "$job")" = "$before" ] \
   && ok "re-running a sweep skips its finished jobs (volatile keys do not change job directories)" || bad "multirun re-run" "rc=$rc $err"
+
+section "refused sweeps leave nothing"
+sweep_refused() {   # sweep_refused NEEDLE ARGS...: one line, exit 2, no sweep directory or parent left
+  local needle=$1; shift
+  local top="$work/sweep_refused_$RANDOM"
+  err=$("$FC" -m "${SMALL[@]}" "$@" "hydra.sweep.dir=$top/a/b/c" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"$needle"* ]] && [ ! -e "$top" ] \
+    && ok "refused sweep: $* -> ${err:0:110}" || bad "refused sweep: $*" "rc=$rc left=$([ -e "$top" ] && echo yes || echo no) ${err:0:300}"
+}
+sweep_refused "rouns is not a setting (did you mean rounds?)" rouns=2,3
+sweep_refused "seed=abc: wrong type for seed" seed=0,abc
+sweep_refused "all 2 jobs of the sweep were refused, nothing was written: rounds=-1 is out of range" 'rounds=range(-1,1)'
+sweep_refused "all 2 jobs of the sweep were refused" seed=0,1 train.lr=-1
+mkdir -p "$work/preset_cwd"
+err=$(cd "$work/preset_cwd" && "$FC" +preset=fedsoft/table1_synthetic train.lr=-1 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"all 12 jobs of the sweep were refused"* ]] \
+  && [ -z "$(ls -A "$work/preset_cwd")" ] && ok "a preset whose every job is refused: one line, no outputs/ folder" \
+  || bad "refused preset" "rc=$rc $(ls -A "$work/preset_cwd") ${err:0:300}"
+err=$("$FC" -m "${SMALL[@]}" seed=0,1 hydra.sweep.dir= 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [[ "$err" == *"hydra.sweep.dir=''"* ]] && ok "an empty hydra.sweep.dir is named" || bad "empty sweep dir" "rc=$rc $err"
+
+section "Ctrl-C while starting"
+for delay in 0.3 1.5 3.0; do
+  d="$work/sigint_start_$delay"
+  with_sigint "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2> "$work/start.err" & pid=$!
+  sleep $delay; kill -INT $pid; wait $pid; rc=$?
+  err=$(cat "$work/start.err")
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>/dev/null; rc2=$?
+  [ $rc -eq 130 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"interrupted"* ]] && [[ "$err" != *Traceback* ]] && [ $rc2 -eq 0 ] \
+    && ok "Ctrl-C ${delay} s after start: exit 130, one line, the same command then runs -> ${err:0:100}" \
+    || bad "Ctrl-C ${delay} s after start" "rc=$rc rc2=$rc2 ${err:0:300}"
+done
 
 section "report"
 grid="$work/grid"
@@ -420,6 +434,15 @@ else
   echo "SKIP  disk full mid-run (cannot mount a tmpfs here)"
 fi
 
+section "overwrite=true is refused like any start: the finished run stays"
+ow="$work/overwrite_refused"
+"$FC" "${SMALL[@]}" "hydra.run.dir=$ow" 2>/dev/null; before=$(tree_hash "$ow")
+for extra in model=lenet algorithm.selection_size=11; do
+  err=$("$FC" "${SMALL[@]}" overwrite=true $extra "hydra.run.dir=$ow" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [ "$(tree_hash "$ow")" = "$before" ] \
+    && ok "overwrite=true $extra refused, the finished run byte-identical" || bad "overwrite=true $extra" "rc=$rc $err"
+done
+
 section "report labels: a run is placed beside a paper's numbers only if it is that table's run"
 d="$work/labels_ifca"
 "$FC" +preset=fedsoft/table1_synthetic algorithm=ifca "${BASE[@]}" \
@@ -437,6 +460,13 @@ out=$("$REPORT" "$d" 2>&1); rc=$?
 [ "$rc" -eq 0 ] && [[ "$out" != *"## FedSoft Table 1"* ]] && [[ "$out" == *"dataset.name separated_regression (the table's: synthetic)"* ]] \
   && ok "report: the FedSoft Table 1 preset on another data set is not under FedSoft Table 1" \
   || bad "report labels: other data set" "rc=$rc out=${out:0:300}"
+d="$work/labels_minor"
+"$FC" +preset=fedsoft/table1_synthetic "${BASE[@]}" algorithm.selection_size=5 partition.minor=0.3 \
+  hydra.sweeper.params.seed=0 hydra.sweeper.params.partition=mix_10_90 "hydra.sweep.dir=$d" >/dev/null 2>&1
+out=$("$REPORT" "$d" 2>&1); rc=$?
+[ "$rc" -eq 0 ] && [[ "$out" != *"## FedSoft Table 1"* ]] && [[ "$out" == *"partition.minor 0.3 (the table's: 0.1)"* ]] \
+  && ok "report: 30:70 data under the option mix_10_90 is not under FedSoft Table 1" \
+  || bad "report labels: partition settings" "rc=$rc out=${out:0:300}"
 }
 lane_a > "$work/lane_a.log" 2>&1 &
 lane_b > "$work/lane_b.log" 2>&1 &
