@@ -81,7 +81,7 @@ class RunRecord:
     @staticmethod
     def drop_checkpoint(out: Path) -> None:
         for name in (CHECKPOINT, PREVIOUS_CHECKPOINT, DAMAGED_CHECKPOINT):
-            if (out / name).exists():
+            if (out / name).is_file():   # a directory in a checkpoint's place is not ours to remove
                 (out / name).unlink()
 
 

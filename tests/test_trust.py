@@ -165,7 +165,7 @@ def uninterrupted(tmp_path_factory):
     return pd.read_csv(out / "metrics.csv")
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage", "directory"])
 def test_a_damaged_checkpoint_is_set_aside_and_the_previous_one_resumes(tmp_path, monkeypatch, uninterrupted,
                                                                         damage, capfd):
     overrides = _killed_run(tmp_path, monkeypatch, "run")
@@ -181,7 +181,11 @@ def test_a_damaged_checkpoint_is_set_aside_and_the_previous_one_resumes(tmp_path
         data = bytearray()
     else:
         data = bytearray(os.urandom(4096))
-    (out / CHECKPOINT).write_bytes(bytes(data))
+    if damage == "directory":   # a directory in its place: set aside too, and never removed by the run
+        (out / CHECKPOINT).unlink()
+        (out / CHECKPOINT).mkdir()
+    else:
+        (out / CHECKPOINT).write_bytes(bytes(data))
     capfd.readouterr()
     run(make_cfg(overrides), out)
     err = capfd.readouterr().err
