@@ -269,8 +269,26 @@ def _one_line_composition_errors(conf: Path) -> None:
     hydra_utils.run_and_report = run_and_report
 
 
+def _unknown_flag(argv: List[str]) -> Optional[str]:
+    """The first command-line flag Hydra does not know (`--rounds=3` for `rounds=3`), or None."""
+    import contextlib
+    import io
+    from hydra._internal.utils import get_args_parser
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            _, unknown = get_args_parser().parse_known_args(argv)
+    except SystemExit:   # a malformed Hydra flag: Hydra reports it itself
+        return None
+    return next((a for a in unknown if a.startswith("-")), None)
+
+
 def main() -> None:
     signals.install()
+    flag = _unknown_flag(sys.argv[1:])
+    if flag is not None:
+        setting = flag.lstrip("-")
+        _fail(f"{flag} is not an option of fedcluster; settings are key=value arguments"
+              f"{f' ({setting})' if '=' in setting else ''}; fedcluster --help lists the options")
     if "--help" in sys.argv[1:] or "-h" in sys.argv[1:]:
         try:
             print(help_text(config_dir()), flush=True)
@@ -283,6 +301,10 @@ def main() -> None:
         conf = config_dir()
         _one_line_composition_errors(conf)
         hydra.main(config_path=str(conf), config_name="config", version_base="1.3")(_task)()
+    except ValueError as e:   # Hydra's check of its own flags (e.g. -m with --cfg), before any config exists
+        if not str(e).startswith("Only one of"):
+            raise
+        _fail(f"{e} (got {' '.join(a for a in sys.argv[1:] if a.startswith('-'))})")
     except KeyboardInterrupt as e:   # before or between jobs (composing the config, launching)
         print(f"fedcluster: interrupted{signals.by_signal(e)} before a run started; nothing was written", file=sys.stderr)
         sys.exit(signals.exit_code(e))

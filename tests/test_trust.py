@@ -360,6 +360,17 @@ def test_an_empty_sweep_directory_is_named_as_such(tmp_path):
     one_line_error(proc, "output directory is empty (hydra.sweep.dir='')")
     assert list(tmp_path.iterdir()) == []
 
+
+@pytest.mark.parametrize("args, needle", [
+    (["--rounds=3"], "--rounds=3 is not an option of fedcluster; settings are key=value arguments (rounds=3)"),
+    (["-x"], "-x is not an option of fedcluster"),
+    (["-m", "--cfg", "job", "seed=0,1"], "Only one of --run, --multirun, --cfg"),
+])
+def test_unknown_or_clashing_flags_are_one_line(tmp_path, args, needle):
+    proc = subprocess.run([_fedcluster(), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    one_line_error(proc, needle)
+    assert list(tmp_path.iterdir()) == []
+
 def test_hydra_full_error_still_gives_the_full_trace(tmp_path):
     proc = subprocess.run([_fedcluster(), "train.lr=abc", f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
