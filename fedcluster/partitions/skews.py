@@ -40,12 +40,14 @@ class ClusterSkew(ClusterPartition):
     name = "skew"
 
     def __init__(self, samples_per_client: int = 500, test_samples_per_client: Optional[int] = 100,
-                 num_clusters: Optional[int] = None, default_clusters: int = 4, **kw):
+                 num_clusters: Optional[int] = None, default_clusters: int = 4, min_samples: int = 1, **kw):
         """num_clusters: K (the run's top-level num_clusters); null: default_clusters, this
         skew's usual K, which then becomes the run's K. test_samples_per_client null: as the
-        authors' code, min(samples_per_client, the cluster's test pool // its clients)."""
-        kw.setdefault("min_samples", 1)
-        super().__init__(num_clusters=default_clusters if num_clusters is None else num_clusters, **kw)
+        authors' code, min(samples_per_client, the cluster's test pool // its clients).
+        min_samples 1: every client gets samples_per_client samples, so no minimum is needed
+        (declared here, not set in the body, so the config's schema carries the same default)."""
+        super().__init__(num_clusters=default_clusters if num_clusters is None else num_clusters,
+                         min_samples=min_samples, **kw)
         if samples_per_client < 1 or (test_samples_per_client is not None and test_samples_per_client < 1):
             raise ConfigError(f"partition.samples_per_client={samples_per_client} and test_samples_per_client="
                               f"{test_samples_per_client} must be >= 1")
@@ -189,12 +191,12 @@ class LabelSkew1(_LabelSetSkew):
     random class permutation instead (our earlier construction)."""
     name = "label_skew1"
 
-    def __init__(self, classes_per_cluster: int = 2, shuffle_classes: bool = False, **kw):
+    def __init__(self, classes_per_cluster: int = 2, shuffle_classes: bool = False, min_cluster_fraction: float = 0.0,
+                 min_cluster_test_fraction: float = 0.0, **kw):
         # A cluster's pool is all of its classes, whatever the draws: exp203's minimum pool
         # (6,000 / 750) holds for any two classes; we only require what the clients need.
-        kw.setdefault("min_cluster_fraction", 0.0)
-        kw.setdefault("min_cluster_test_fraction", 0.0)
-        super().__init__(**kw)
+        super().__init__(min_cluster_fraction=min_cluster_fraction, min_cluster_test_fraction=min_cluster_test_fraction,
+                         **kw)
         self.classes_per_cluster, self.shuffle_classes = classes_per_cluster, shuffle_classes
 
     def cluster_classes(self, C, rng) -> List[np.ndarray]:
