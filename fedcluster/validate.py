@@ -39,6 +39,10 @@ def _in(lo, hi, closed_hi=True):
     return (lambda v: lo <= v < hi), f"in [{lo}, {hi})"
 
 
+def _open(lo, hi):
+    return (lambda v: lo < v < hi), f"in ({lo}, {hi})"
+
+
 def _open_closed(lo, hi):
     return (lambda v: lo < v <= hi), f"in ({lo}, {hi}]"
 
@@ -62,8 +66,8 @@ RULES: Dict[str, Rule] = {
     # dataset
     "dim": _at_least(1), "num_distributions": _at_least(1), "theta_var": _positive(), "noise_std": _at_least(0),
     "test_size": _at_least(1), "train_size": _at_least(1), "delta": _positive(),
-    # algorithm
-    "lam": _at_least(0), "tau": _at_least(1), "selection_size": _at_least(1), "smoother": _at_least(0),
+    # algorithm (smoother: FedSoft's floor on the importance weights u, in (0, 1) as fedsoft.py requires)
+    "lam": _at_least(0), "tau": _at_least(1), "selection_size": _at_least(1), "smoother": _open(0, 1),
     "client_fraction": _open_closed(0, 1), "mu": _at_least(0), "eps1": _at_least(0), "eps2": _at_least(0),
     "kmeans_iters": _at_least(1), "max_clusters": _at_least(0), "server_lr": _positive(), "eval_batch": _at_least(1),
     # model (layer sizes, also each entry of a list such as model.hidden)

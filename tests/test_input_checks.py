@@ -264,3 +264,17 @@ def test_good_image_source_settings_still_run(tmp_path):
                            ["dataset.distributions=[{rotation:0},{rotation:270}]", "dataset.augment={padding:2}",
                             "+dataset.reader_kwargs={test_fraction:0.3}"]), tmp_path / "run")
     assert summary["status"] == "complete"
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5"])
+def test_fedsoft_smoother_is_checked_once_with_the_range_fedsoft_needs(tmp_path, value):
+    """validate.py and FedSoft agree: the smoother is in (0, 1) (it used to allow 0 and 1.5 and
+    leave FedSoft to fail later)."""
+    refused(tmp_path, [f"algorithm.smoother={value}"], f"algorithm.smoother={float(value)} is out of range; allowed: in (0, 1)")
+
+
+def test_an_unknown_engine_name_is_an_error_in_the_trainer_too():
+    """LocalTrainer.train used to train sequentially under any name it did not know."""
+    from fedcluster.engine.local import LocalTrainer
+    with pytest.raises(ValueError, match="engine='fast' is unknown"):
+        LocalTrainer.train(object.__new__(LocalTrainer), None, "fast")

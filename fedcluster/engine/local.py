@@ -427,4 +427,6 @@ class LocalTrainer:
             return self.train_batched(job)
         if engine == "looped":
             return self.train_looped(job)
-        return self.train_sequential(job)
+        if engine == "sequential":
+            return self.train_sequential(job)
+        raise ValueError(f"engine={engine!r} is unknown; allowed: batched, looped, sequential")
