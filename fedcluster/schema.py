@@ -57,7 +57,23 @@ def config_type(annotation, default):
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1 and inner[0] in (int, float, bool, str):
             return Optional[inner[0]]
+        if len(inner) == 1 and _element(inner[0]) is not None:
+            return Optional[List[_element(inner[0])]]
+        return Any
+    if _element(annotation) is not None:   # Sequence[int] and the like: a list, so `model.hidden=10` is refused
+        return List[_element(annotation)]
     return Any
+
+
+def _element(annotation):
+    """int for Sequence[int], List[int] or Tuple[int, ...] (any plain element type), else None."""
+    import collections.abc
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (list, collections.abc.Sequence) and len(args) == 1 and args[0] in (int, float, bool, str):
+        return args[0]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in (int, float, bool, str):
+        return args[0]
+    return None
 
 
 def schema_of(cls, named: bool = True):

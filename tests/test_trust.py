@@ -307,6 +307,7 @@ def test_overwrite_replaces_a_finished_run_of_another_config(finished):
     (["logger=[csv,nope]"], "logger=nope is unknown; allowed: csv, mlflow"),
     (["+preset=nope"], "preset=nope is unknown; allowed: cam/table1"),
     (["model.hidden=abc"], "model.hidden is not a setting"),
+    (["model=mlp", "model.hidden=10"], "model.hidden=10: Invalid value assigned: int is not a ListConfig"),   # a list setting
     (["train=3"], "train is a group of settings"),
     (["hydra.run.dir=my", "dir"], "cannot read the argument 'dir'"),
     (["engine=fast"], "engine='fast' is unknown"),
