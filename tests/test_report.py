@@ -288,7 +288,9 @@ def test_sub_tables_per_other_varying_key(tmp_path):
               "algorithm": {"_target_": "fedcluster.algorithms.FedSoft", "name": "fedsoft", "lam": 1.0}}
     for lr in (0.01, 0.1):
         for part in ("mix_10_90", "linear"):
-            make_run(tmp_path / f"{lr}_{part}", 0, dict(preset, **{"train.lr": lr, "partition.name": part}))
+            target = "fedcluster.partitions.LinearMix" if part == "linear" else "fedcluster.partitions.TwoGroupMix"
+            make_run(tmp_path / f"{lr}_{part}", 0, dict(preset, **{"train.lr": lr, "partition.name": part,
+                                                                  "partition._target_": target}))
     text = build_report(tmp_path)
     assert "### train.lr=0.01" in text and "### train.lr=0.1" in text
     assert "laid out in the table: partition.name" in text and "one table per combination of: train.lr" in text

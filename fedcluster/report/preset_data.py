@@ -7,7 +7,8 @@ the option name mix_10_90: it is no run of FedSoft Table 1's 10:90 row.
 
 The check needs the preset files (conf/preset/*/*.yaml, `table: <name>`); a run whose preset
 cannot be composed for its values (an option that no longer exists) is not judged here, the
-table's Identity still is."""
+table's Identity still is. Only the keys both configs have are compared: a run made before a
+setting existed is not judged on it."""
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -103,8 +104,9 @@ def data_mismatches(table: str, run: Run) -> List[str]:
     best: Optional[List[str]] = None
     for ref in refs:
         theirs = _data_keys(ref)
-        diff = [f"{k} {show(mine.get(k, ABSENT))} (the table's: {show(theirs.get(k, ABSENT))})"
-                for k in sorted(set(mine) | set(theirs)) if mine.get(k, ABSENT) != theirs.get(k, ABSENT)]
+        # keys both have: a run made before a setting existed (an older config.yaml) is not judged on it
+        diff = [f"{k} {show(mine[k])} (the table's: {show(theirs[k])})"
+                for k in sorted(set(mine) & set(theirs)) if mine[k] != theirs[k]]
         if best is None or len(diff) < len(best):
             best = diff
     return best or []
