@@ -17,10 +17,12 @@ import yaml
 
 from .runs import ABSENT, Run, identity_keys, show
 
-# The leaf names of data settings that only set the scale of a run (how many clients and
-# samples, how large the test set, where the files are), not what the data are.
+# The leaf names of data settings that only set the scale of a run (how many clients, clusters
+# and samples, how large the test set, where the files are), not what kind of data they are:
+# the CPU-scale runs change these (e.g. CLoVE's label skew 1 with 4 clusters of 2 clients).
 SCALE_KEYS = frozenset({"num_clients", "min_samples", "max_samples", "samples_per_client", "test_samples_per_client",
-                        "local_test_fraction", "test_size", "train_size", "root", "download"})
+                        "local_test_fraction", "test_size", "train_size", "root", "download", "default_clusters",
+                        "num_clusters"})
 GROUPS = ("dataset", "partition")
 
 
