@@ -48,9 +48,9 @@ class _Sweep:
     def discard(cls) -> None:
         """Remove the sweep directory this process created (and its new parents) when no job
         wrote anything in it: only Hydra's multirun.yaml is there."""
-        from .rundir import _CREATED, discard_created
+        from .rundir import created_here, discard_created
         d = cls.dir
-        if d is None or cls.ran or os.path.abspath(d) not in _CREATED:
+        if d is None or cls.ran or not created_here(d):
             return
         entries = {e.name for e in Path(d).iterdir()} if Path(d).is_dir() else set()
         if entries <= {"multirun.yaml"}:

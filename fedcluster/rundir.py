@@ -146,6 +146,11 @@ def _remove_leaf_held(path: Path, fd: int) -> bool:
     return False
 
 
+def created_here(path) -> bool:
+    """Whether this process created `path` for a run or sweep (check_place), and it is not yet claimed."""
+    return os.path.abspath(path) in _CREATED
+
+
 def adopt_if_empty(path) -> None:
     """Count an empty directory as created for this run (a sweep job's, which Hydra creates
     before the job starts): a refused job removes it again, under its lock, as discard_created does."""
