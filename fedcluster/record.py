@@ -14,6 +14,7 @@ from typing import List, Optional
 import pandas as pd
 import torch
 
+from .engine.optim import put_state, take_state
 from .errors import ConfigError
 from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
 from .io import torch_bytes, write_bytes, write_csv
@@ -51,6 +52,21 @@ class RunRecord:
     next_round: int = 0
     elapsed: float = 0.0                  # seconds spent before the last resume
     train_seconds: List[float] = field(default_factory=list)   # per round, local training only (not checkpointed)
+
+    def client_rows(self, plan, alg, trainer, fed) -> Optional[dict]:
+        """The optimizer state of the plan's clients where the algorithm keeps each client's
+        across rounds (`keep_client_state`; created at the first use), else None (the engine
+        then starts every job from fresh state)."""
+        if not alg.keep_client_state or plan.local == "gradient":
+            return None
+        if self.client_state is None:
+            self.client_state = trainer.init_state(alg.local_models(fed))
+        return take_state(self.client_state, plan.clients.to(fed.device))
+
+    def keep_client_rows(self, plan, alg, fed, result) -> None:
+        """Store the trained rows' optimizer state back (algorithms that keep client state)."""
+        if alg.keep_client_state and plan.local != "gradient":
+            put_state(self.client_state, plan.clients.to(fed.device), result.opt_state)
 
     @classmethod
     def resume(cls, out: Path, fingerprint: str, alg, watch, device) -> "RunRecord":

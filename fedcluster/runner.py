@@ -18,7 +18,7 @@ from .artifacts import write_results
 from .assemble import build, choose_engine
 from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
-from .engine.clients import keep_state, run_clients
+from .engine.clients import run_clients
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .integrity import config_fingerprint, seal_summary
 from .composition import check_declared
@@ -96,7 +96,8 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             signals.check()   # a stop noted since the last safe point (signals.py)
             plan = alg.plan(t, fed)
             tick = time.perf_counter()
-            result = run_clients(t, plan, alg, trainer, fed, record, engine, cfg.seed)
+            result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed,
+                                 record.client_rows(plan, alg, trainer, fed))
             if fed.device.type == "cuda":
                 torch.cuda.synchronize(fed.device)
             record.train_seconds.append(time.perf_counter() - tick)
@@ -105,7 +106,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             except NonFiniteLossError as e:
                 write_diverged(out, cfg, fed, record, str(e), t, ids)
                 raise
-            keep_state(plan, alg, fed, record, result)
+            record.keep_client_rows(plan, alg, fed, result)
             alg.aggregate(t, plan, result.params, fed)
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)

@@ -1,8 +1,8 @@
 """What a training phase that updates only some parameters costs (FedPAC's head phase), as a
 ratio to a phase that updates them all, measured side by side in one process.
 
-Frozen parameters are detached before the forward pass (LocalTrainer.frozen_cut; the looped
-engine gives them no gradient at all), so the backward pass stops at the last layer: a head
+Frozen parameters are detached before the forward pass (engine/objective.py Objective, in every
+gradient formulation), so the backward pass stops at the last layer: a head
 phase should cost little more than the forward passes, not a full training epoch.
 
 Setting: LeNet, 20 clients x 500 samples, one epoch of batch 100, Adam, 1 thread, median of 5.

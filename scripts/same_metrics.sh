@@ -19,4 +19,11 @@ fedcluster "${common[@]}" "${img[@]}" algorithm=cfl algorithm.split_after_round=
 fedcluster "${common[@]}" "${img[@]}" algorithm=ifca engine=batched hydra.run.dir="$out/ifca_batched"
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedprox hydra.run.dir="$out/fedprox"
 fedcluster "${common[@]}" "${img[@]}" algorithm=local hydra.run.dir="$out/local"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedpac hydra.run.dir="$out/fedpac"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedproto hydra.run.dir="$out/fedproto"
+fedcluster "${common[@]}" "${img[@]}" algorithm=perfedavg hydra.run.dir="$out/perfedavg"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedproto engine=batched hydra.run.dir="$out/fedproto_batched"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedavg engine=sequential hydra.run.dir="$out/fedavg_sequential"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedala hydra.run.dir="$out/fedala"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedem hydra.run.dir="$out/fedem_img"
 cd "$out" && sha256sum */metrics.csv

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from fedcluster.engine.forward import outputs_on_shared
-from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule
+from fedcluster.engine.local import LocalJob, LocalTrainer
+from fedcluster.engine.schedule import Schedule
 from fedcluster.engine.optim import build_optimizer
 from fedcluster.models import BatchNormCNN
 from fedcluster.models.stacked import init_stack

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from fedcluster.engine.terms import terms_from
-from fedcluster.engine.local import LocalJob, LocalTrainer, Schedule, epoch_schedule, step_schedule
+from fedcluster.engine.local import LocalJob, LocalTrainer
+from fedcluster.engine.schedule import Schedule, epoch_schedule, step_schedule
 from fedcluster.engine.optim import SGD, Adam
 from fedcluster.models import LeNetCNN, LinearRegression
 from fedcluster.models.stacked import init_stack

@@ -6,7 +6,8 @@ import torch
 
 from fedcluster.algorithms.fedem import e_step, mixture_prediction
 from fedcluster.engine.terms import terms_from
-from fedcluster.engine.local import LocalJob, LocalTrainer, epoch_schedule
+from fedcluster.engine.local import LocalJob, LocalTrainer
+from fedcluster.engine.schedule import epoch_schedule
 from fedcluster.engine.optim import SGD
 from fedcluster.models import LinearRegression
 from fedcluster.models.stacked import init_stack

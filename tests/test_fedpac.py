@@ -169,13 +169,12 @@ def test_fedpac_learns_a_label_skew(tmp_path, fmnist_root):
 def test_clients_share_the_extractor_and_keep_their_own_heads(tmp_path, fmnist_root):
     from fedcluster.assemble import build
     from fedcluster.engine.clients import run_clients
-    from fedcluster.record import RunRecord
     cfg = make_cfg(IMAGES + [f"dataset.root={fmnist_root}", "rounds=1"])
     _, fed, alg, trainer = build(cfg)
     alg.setup(fed)
     plan = alg.plan(0, fed)
     assert [p.trainable for p in plan.phases] == [tuple(alg._head), tuple(alg._body)]
-    result = run_clients(0, plan, alg, trainer, fed, RunRecord(), "sequential", 0)
+    result = run_clients(0, plan, trainer, fed.data.train, "sequential", 0)
     alg.aggregate(0, plan, result.params, fed)
     for k in alg._body:
         assert torch.equal(alg.local[k], alg.local[k][:1].expand_as(alg.local[k]))

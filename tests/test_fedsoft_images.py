@@ -5,7 +5,8 @@ import torch
 
 from fedcluster.data.augment import CropFlip
 from fedcluster.data.images import ImageSource
-from fedcluster.engine.local import LocalJob, LocalTrainer, epoch_schedule
+from fedcluster.engine.local import LocalJob, LocalTrainer
+from fedcluster.engine.schedule import epoch_schedule
 from fedcluster.engine.optim import Adam
 from fedcluster.errors import ConfigError
 from fedcluster.models import LeNetCNN

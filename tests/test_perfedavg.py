@@ -8,6 +8,7 @@ from torch.func import grad
 
 from conftest import SMALL, make_cfg, softmax_grad
 from fedcluster.engine.local import LocalTrainer
+from fedcluster.engine.objective import Objective
 from fedcluster.engine.optim import build_optimizer
 from fedcluster.engine.terms import MetaStep
 from fedcluster.runner import run
@@ -26,8 +27,8 @@ def setting():
 
 
 def direction(trainer, params, x, y, term):
-    return grad(lambda p: trainer.objective(p, x, y, torch.ones(len(y), dtype=x.dtype), [term],
-                                            [term.data[0]])[0])(params)
+    objective = Objective(trainer.model, trainer.task, [term])
+    return grad(lambda p: objective(p, x, y, torch.ones(len(y), dtype=x.dtype), [term.data[0]])[0])(params)
 
 
 def test_first_order_step_is_the_gradient_at_the_adapted_point(setting):

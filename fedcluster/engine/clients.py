@@ -1,42 +1,37 @@
-"""One round's client computation for a plan: local training (either engine) or, for a plan
-with local="gradient", each client's full-batch gradient (CLoVE Option II)."""
+"""One round's client computation for a plan: local training or, for a plan with
+local="gradient", each client's full-batch gradient (CLoVE Option II)."""
+from typing import Optional
 
 from ..rng import derived_seed, generator
-from .local import LocalJob, LocalResult, full_batch_schedule
-from .optim import put_state, take_state
+from .local import LocalJob, LocalResult
+from .schedule import full_batch_schedule
 
 
-def run_clients(t: int, plan, alg, trainer, fed, record, engine: str, seed: int) -> LocalResult:
-    """The plan's rows trained (or differentiated) on their clients' training data. Where the
-    algorithm keeps each client's optimizer state (`keep_client_state`), it is taken from and put
-    back into `record.client_state`; otherwise every row starts from fresh optimizer state. A plan
-    with phases is trained phase after phase, each from the parameters the previous one left."""
-    clients = plan.clients.to(fed.device)
+def run_clients(t: int, plan, trainer, train_data, engine: str, seed: int,
+                opt_state: Optional[dict] = None) -> LocalResult:
+    """The plan's rows trained (or differentiated) on their clients' training data
+    (`train_data`: x, y, n of all clients). `opt_state` is the rows' optimizer state where the
+    caller keeps each client's (it then carries from phase to phase); None: fresh state for every
+    job. A plan with phases is trained phase after phase, each from the parameters the previous
+    one left."""
     if plan.local not in ("train", "gradient"):
         raise ValueError(f"RoundPlan.local={plan.local!r}: expected 'train' or 'gradient'")
-    gradient_only = plan.local == "gradient"
-    if gradient_only:
-        opt_state = {}
-    elif alg.keep_client_state:
-        if record.client_state is None:
-            record.client_state = trainer.init_state(alg.local_models(fed))
-        opt_state = take_state(record.client_state, clients)
-    else:
-        opt_state = trainer.init_state(plan.start)
-    tr = fed.data.train
-    if gradient_only:
+    tr = train_data
+    clients = plan.clients.to(tr.x.device)
+    if plan.local == "gradient":
         schedule = full_batch_schedule(tr.n[clients], tr.x.shape[1])
-        return trainer.gradients(LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.terms))
+        return trainer.gradients(LocalJob(tr.x, tr.y, clients, plan.start, {}, schedule, plan.terms))
+    kept = opt_state is not None
     if not plan.phases:
         schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(seed, "batches", t))
-        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state, schedule, plan.terms,
-                       seed=derived_seed(seed, "dropout", t) % 2 ** 62)
+        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state if kept else trainer.init_state(plan.start),
+                       schedule, plan.terms, seed=derived_seed(seed, "dropout", t) % 2 ** 62)
         return trainer.train(job, engine)
     if plan.terms:
         raise ValueError("a RoundPlan with phases carries its terms in its phases, not in RoundPlan.terms")
     params, results = plan.start, []
     for i, phase in enumerate(plan.phases):
-        if i and not alg.keep_client_state:
+        if not kept:
             opt_state = trainer.init_state(params)
         schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(seed, "batches", t, i), phase.epochs)
         job = LocalJob(tr.x, tr.y, clients, params, opt_state, schedule, phase.terms,
@@ -55,9 +50,3 @@ def joined(results) -> LocalResult:
         finite = finite & r.finite
     return LocalResult(results[-1].params, results[-1].opt_state, results[-1].last_loss, finite,
                        results[0].first_loss)
-
-
-def keep_state(plan, alg, fed, record, result) -> None:
-    """Store the trained rows' optimizer state back (algorithms that keep client state)."""
-    if alg.keep_client_state and plan.local != "gradient":
-        put_state(record.client_state, plan.clients.to(fed.device), result.opt_state)

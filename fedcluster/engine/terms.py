@@ -21,9 +21,9 @@ from ..models.stacked import Stack
 
 
 class Term:
+    """One ingredient of the local objective (engine/objective.py). Each hook has a neutral
+    default, so a term overrides only what it changes."""
     per_sample = False
-    replaces_objective = False   # True: `objective` computes the row's whole objective (MetaStep)
-    uses_features = False        # True: `feature_penalty` reads the model's features (PrototypePull)
     data: torch.Tensor
 
     def outputs(self, out: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
@@ -37,6 +37,21 @@ class Term:
     def penalty(self, params: Stack, d: torch.Tensor) -> Optional[torch.Tensor]:
         """A scalar added to the row's objective (default: none)."""
         return None
+
+    def feature_penalty(self, feats: torch.Tensor, y, valid, d: torch.Tensor) -> Optional[torch.Tensor]:
+        """A scalar added to the row's objective from the model's features of the batch
+        (default: none; a term that overrides it makes the model return its features)."""
+        return None
+
+    @property
+    def reads_features(self) -> bool:
+        return type(self).feature_penalty is not Term.feature_penalty
+
+    def wrap(self, objective):
+        """The row's objective built on `objective` (default: `objective` itself). A term that
+        rewrites the whole objective, such as a meta step, returns a function of the same
+        signature: (params, x, y, valid, data, buffers, model, penalties) -> (total, data loss)."""
+        return objective
 
     @classmethod
     def concat(cls, parts: List[Optional["Term"]], rows: List[int]) -> "Term":
@@ -121,7 +136,6 @@ class PrototypePull(Term):
     prototype of the sample's label; a sample whose class has no global prototype adds 0), and
     FedPAC's feature alignment. `prototypes` [C, D] and `have` [C] are shared by all rows;
     `data` = lam per row [M, 1]."""
-    uses_features = True
 
     def __init__(self, prototypes: torch.Tensor, have: torch.Tensor, lam: torch.Tensor):
         self.prototypes, self.have, self.data = prototypes, have, lam
@@ -148,11 +162,18 @@ class MetaStep(Term):
     The outer step is the run's optimizer (train.optimizer, train.lr = beta). `data` is unused
     (a zero per row). PFLlib (TsingZ0/PFLlib, clientperavg.py) has the FO variant only and cuts
     a loader batch of 2B into two halves of B, as `split` = train.batch_size / 2 does here."""
-    replaces_objective = True
 
     def __init__(self, alpha: float, split: int, variant: str, delta: float, rows: int, like: torch.Tensor):
         self.alpha, self.split, self.variant, self.delta = alpha, split, variant, delta
         self.data = like.new_zeros(rows, 1)
+
+    def wrap(self, objective):
+        """The meta objective of the batch, its data losses those of `objective` (with the
+        other terms' outputs and weights, no penalties)."""
+        def meta(params, x, y, valid, data, buffers=None, model=None, penalties=True):
+            return self.objective(lambda p, xs, ys, vs: objective(p, xs, ys, vs, data, buffers, model, False)[1],
+                                  params, x, y, valid)
+        return meta
 
     def objective(self, loss, params: Stack, x, y, valid):
         """(the scalar whose gradient in `params` is the step's direction, the data loss

@@ -1,0 +1,144 @@
+"""How a training step computes the gradients of the rows that train at it: the formulations
+the one step loop (engine/local.py LocalTrainer.train) chooses from by name.
+
+A mode is opened once per job (`open(trainer, job, objective, buffers)`, a context manager
+yielding `grads_of`). `grads_of(params, step, act)` takes the stacked parameters [M, ...], the
+step and the rows with samples at it (a host tensor of indices) and returns (rows, their
+gradients [len(rows), ...], their data losses, an optional bool mask over rows of the rows
+that count: a mode may compute idle rows too, whose results are then ignored). All modes
+differentiate the same compiled objective (engine/objective.py) on the same batches, so they
+give the same numbers up to floating-point summation order."""
+from contextlib import contextmanager
+
+import torch
+from torch.func import grad, vmap
+
+from .terms import row_data
+from .workers import cpu_workers, own_module, split_evenly
+
+
+def row_batch(trainer, job, m: int, step: int, client: int):
+    """Row m's real samples at `step`, as one client trains on them: (x, y, valid, the terms'
+    data of the row), or None when the row has no sample there."""
+    keep = job.schedule.valid[m, step]
+    idx = job.schedule.index[m, step][keep].to(job.x.device)
+    if len(idx) == 0:
+        return None
+    x = trainer.augmented(job.x[client, idx], job.schedule, m, step, keep)
+    valid = torch.ones(len(idx), dtype=job.x.dtype, device=job.x.device)
+    return x, job.y[client, idx], valid, tuple(row_data(term, m, idx) for term in job.terms)
+
+
+@contextmanager
+def vmapped(trainer, job, objective, buffers):
+    """All rows' gradients in one vmap(grad) call (the default on GPU and for non-convolutional
+    models). When most rows sit out a step (skewed client sizes, late in an epoch) only the rows
+    with samples are computed; otherwise all rows are, and the idle ones ignored (gathering a
+    subset costs more than it saves for small models)."""
+    terms, device = job.terms, job.x.device
+    rows = job.rows.to(device)
+    M = len(rows)
+    all_rows = torch.arange(M, device=device)
+    index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
+    step_grad = vmap(grad(lambda p, x, y, v, d: objective(p, x, y, v, d), has_aux=True),
+                     in_dims=(0, 0, 0, 0, tuple(0 for _ in terms)))
+
+    def grads_of(params, s, act):
+        few = len(act) * 2 <= M
+        sub = act.to(device) if few else all_rows
+        idx, valid = index[sub, s], valid_all[sub, s]           # [M', B]
+        data = tuple(row_data(term, sub[:, None] if term.per_sample else sub, idx) for term in terms)
+        x = trainer.augmented(job.x[rows[sub][:, None], idx], job.schedule, act if few else slice(None), s)
+        p_sub = {k: v[sub] for k, v in params.items()} if few else params
+        g, data_loss = step_grad(p_sub, x, job.y[rows[sub][:, None], idx], valid.to(job.x.dtype), data)
+        return sub, g, data_loss, None if few else valid.any(1)
+
+    yield grads_of
+
+
+@contextmanager
+def looped(trainer, job, objective, buffers):
+    """The CPU formulation for convolutional models: each step runs every active row's forward
+    pass on its own real samples (a loop over rows, so each convolution is a plain one, which
+    measured faster on CPU than vmap's grouped convolution) and takes all rows' gradients in one
+    backward pass per group of rows (one group per CPU thread, each with single-threaded ops:
+    engine/workers.py). Rows share no parameters, so the gradient of a group's summed
+    objectives is each row's own."""
+    device = job.x.device
+    clients = job.rows.tolist()
+    names = trainer.param_names
+    trained = [k for k in names if objective.keep is None or k in objective.keep]
+
+    def group(params, step, rows_g):
+        model = own_module(trainer.model)
+        take = torch.tensor(rows_g, device=device)
+        leaves = {k: params[k].index_select(0, take).requires_grad_(True) for k in names}
+        per_row = {k: leaves[k].unbind(0) for k in names}
+        total, losses = 0.0, []
+        for j, m in enumerate(rows_g):
+            x, y, valid, data = row_batch(trainer, job, m, step, clients[m])
+            obj, data_loss = objective({k: per_row[k][j] for k in names}, x, y, valid, data, model=model)
+            total = total + obj
+            losses.append(data_loss.detach())
+        grads = dict(zip(trained, torch.autograd.grad(total, [leaves[k] for k in trained], allow_unused=True)))
+        return take, [torch.zeros_like(leaves[k]) if grads.get(k) is None else grads[k] for k in names], \
+            torch.stack(losses)
+
+    with cpu_workers(device) as workers:
+        def grads_of(params, step, act):
+            done = workers.map(lambda rows_g: group(params, step, rows_g), split_evenly(act.tolist(), workers.count))
+            rows = torch.cat([take for take, _, _ in done])          # = act, in order
+            grads = {k: torch.cat([g_rows[i] for _, g_rows, _ in done]) for i, k in enumerate(names)}
+            return rows, grads, torch.cat([loss for _, _, loss in done]), None
+
+        yield grads_of
+
+
+@contextmanager
+def per_row(trainer, job, objective, buffers):
+    """The reference: one row at a time, plain autograd on its own batch, with its own batch-norm
+    buffers (views of the stacked ones, updated in place) and its own dropout random stream
+    (seeded job.seed + m, continued from the row's previous step)."""
+    device = job.x.device
+    single_grad = grad(objective, has_aux=True)
+    counter_dtypes = {k: v.dtype for k, v in trainer.model.named_buffers() if not v.is_floating_point()}
+    counters = {}   # each row's batch counters (not kept after the job)
+    cuda = device.type == "cuda"
+    streams = {}
+
+    def get_rng():
+        return torch.cuda.get_rng_state(device) if cuda else torch.get_rng_state()
+
+    def set_rng(state):
+        torch.cuda.set_rng_state(state, device) if cuda else torch.set_rng_state(state)
+
+    def grads_of(params, step, act):
+        grads, losses = [], []
+        for m in act.tolist():
+            x, y, valid, data = row_batch(trainer, job, m, step, int(job.rows[m]))
+            if m not in streams:
+                torch.manual_seed(job.seed + m)                 # this row's dropout masks
+                streams[m] = get_rng()
+            set_rng(streams[m])
+            if m not in counters:
+                counters[m] = {k: torch.zeros((), dtype=dt, device=device) for k, dt in counter_dtypes.items()}
+            b = {**{k: v[m] for k, v in buffers.items()}, **counters[m]}
+            g, data_loss = single_grad({k: v[m] for k, v in params.items()}, x, y, valid, data, b)
+            streams[m] = get_rng()
+            grads.append(g)
+            losses.append(data_loss.reshape(()))
+        rows = act.to(device)
+        return rows, {k: torch.stack([g[k] for g in grads]) for k in params}, torch.stack(losses), None
+
+    with torch.random.fork_rng(devices=[device] if cuda else []):
+        yield grads_of
+
+
+GRADIENT_MODES = {"batched": vmapped, "looped": looped, "sequential": per_row}
+HANDLES_BUFFERS = frozenset({"sequential"})   # batch statistics of padded rows would be wrong elsewhere
+
+
+def gradient_mode(engine: str):
+    if engine not in GRADIENT_MODES:
+        raise ValueError(f"engine={engine!r} is unknown; allowed: {sorted(GRADIENT_MODES)}")
+    return GRADIENT_MODES[engine]
