@@ -45,7 +45,7 @@ def load_runs(path) -> pd.DataFrame:
     """Every finished run below `path`: its metrics.csv rows with the run's config keys as columns
     (dotted names such as `algorithm.name`, `train.lr`, `seed`) and `run_dir`. Unfinished or
     diverged runs are left out (fedcluster-report lists them)."""
-    from .report.runs import discover
+    from .results.runs import discover
 
     frames = []
     for r in discover(Path(path)).runs:

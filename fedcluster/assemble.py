@@ -10,14 +10,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .algorithms.base import Federation
 from .data.budget import check_fits
-from .data.federated import as_reconstruction, carve_validation
+from .data.federated import as_reconstruction, carve_validation, federate
 from .engine.local import LocalTrainer
 from .engine.losses import per_sample_loss
 from .engine.optim import build_optimizer
 from .engine.precision import autocast, full_precision
 from .errors import ConfigError
 from .metrics import model_metrics
-from .rundir import flatten
+from .identity import flatten
 
 ENGINES = ("auto", "batched", "looped", "sequential")
 
@@ -57,9 +57,9 @@ def make(node: DictConfig, **kwargs):
 
 
 def build_data(source, partition, seed: int, fits=None):
-    """The federated data: every partitioner builds it the same way (`federate`); an
-    unsupervised source's targets become its inputs."""
-    data = carve_validation(partition.federate(source, seed, fits), partition.val_fraction, seed)
+    """The federated data: every partition's allocation materialised the same way (`federate`);
+    an unsupervised source's targets become its inputs."""
+    data = carve_validation(federate(source, partition, seed, fits), partition.val_fraction, seed)
     return as_reconstruction(data) if source.task == "reconstruction" else data
 
 

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from . import signals
 from .config import register_schemas
 from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
+from .identity import NAME_EXCLUDED_KEYS
 
 _FAILED: List[str] = []          # multirun: jobs that ended with a user error (the sweep goes on)
 
@@ -69,8 +70,13 @@ def _subdir(override_dirname: str) -> str:
     return override_dirname or "default"
 
 
+def _name_excluded_keys() -> list:
+    """The overrides a sweep job's directory name leaves out (identity.py NAME_EXCLUDED_KEYS)."""
+    return list(NAME_EXCLUDED_KEYS)
+
+
 def register_resolvers() -> None:
-    for name, fn in (("fc_unique", _unique), ("fc_subdir", _subdir)):
+    for name, fn in (("fc_unique", _unique), ("fc_subdir", _subdir), ("fc_name_excluded_keys", _name_excluded_keys)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
 

@@ -14,6 +14,8 @@ from typing import Dict, Iterable, Optional
 
 import yaml
 
+from .identity import config_fingerprint, json_default
+
 MAGIC = b"fedcluster-checkpoint 1 "
 
 
@@ -63,12 +65,6 @@ def read_checkpoint(path: Path):
     return header, payload
 
 
-def config_fingerprint(config: dict) -> str:
-    """Hash of a config without the keys that do not change results (rundir.VOLATILE_KEYS)."""
-    from .rundir import comparable
-    return hashlib.sha256(json.dumps(comparable(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def file_checksums(out: Path, names: Iterable[str]) -> Dict[str, str]:
     return {name: sha256_file(out / name) for name in names if (out / name).is_file()}
 
@@ -85,9 +81,8 @@ def seal_summary(summary: dict, out: Path, fingerprint: str, tables: Iterable[st
     """The summary as JSON will hold it, sealed: `integrity` holds the config fingerprint, the
     checksums of the tables written, and the summary's own digest (of the JSON values, so reading
     the file back gives it), all checked by `finished_run_problem`."""
-    from .io import _json_default
     summary = {**summary, "integrity": {"config_fingerprint": fingerprint, "files": file_checksums(Path(out), tables)}}
-    plain = json.loads(json.dumps(summary, default=_json_default))
+    plain = json.loads(json.dumps(summary, default=json_default))
     plain["integrity"]["summary_sha256"] = summary_digest(plain)
     return plain
 

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from .errors import WriteFailed
+from .identity import json_default
 from .rundir import check_still_owned, is_owned
 from .signals import deferred
 
@@ -93,7 +94,7 @@ def write_text(path, text: str) -> None:
 
 
 def write_json(path, obj) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+    write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=json_default) + "\n")
 
 
 def write_csv(path, frame: pd.DataFrame) -> None:
@@ -114,9 +115,3 @@ def save_figure(path, fig, **kwargs) -> None:
     _atomic(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", **kwargs))
 
 
-def _json_default(o):
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if hasattr(o, "item"):
-        return o.item()
-    return str(o)

@@ -9,7 +9,7 @@
 - the same config, unfinished: resume; finished: "already complete" (nothing redone) unless
   `overwrite=true`, whose run removes the old results once every check before training has
   passed (never mixes two runs' files; a refused replacement leaves the old run as it was).
-Keys that do not change results (`VOLATILE_KEYS`) are left out of the comparison."""
+Keys that do not change results (identity.py `VOLATILE_KEYS`) are left out of the comparison."""
 import errno
 import fcntl
 import json
@@ -23,8 +23,8 @@ from typing import Dict, Iterator, List, Optional
 import yaml
 
 from .errors import RunDirectoryError
+from .identity import comparable, flatten
 
-VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "logger", "hydra")
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -34,22 +34,6 @@ RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "checkpoint.*
                    "*.pdf", "*.svg")
 OWN_DIRS = (".hydra", "tensorboard", "wandb")
 FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv")   # written only as a run finishes (artifacts.py)
-
-
-def comparable(config: dict) -> dict:
-    """The config without the keys that do not change a run's results."""
-    return {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
-
-
-def flatten(node, prefix: str = "") -> dict:
-    """{"train.lr": 0.01, ...}: nested dicts as dotted keys (lists stay values)."""
-    if not isinstance(node, dict):
-        return {prefix: node}
-    out = {}
-    for k, v in node.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
-    return out
 
 
 def differing_keys(old: dict, new: dict) -> List[str]:

@@ -20,7 +20,8 @@ from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
 from .engine.clients import run_clients
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .integrity import config_fingerprint, seal_summary
+from .identity import config_fingerprint
+from .integrity import seal_summary
 from .composition import check_declared
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate
 from .io import write_csv, write_json, write_text

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedcluster.data import ImageSource, SyntheticRegression, build_federated_data
+from fedcluster.data import ImageSource, SyntheticRegression, federate
+from fedcluster.rng import generator
 from fedcluster.data.readers import cifar10, emnist, fashion_mnist, read_idx
 from fedcluster.errors import DataNotFoundError
 from fedcluster.partitions import TwoGroupMix
@@ -72,8 +73,8 @@ def test_cifar10_reader(tmp_path):
 def test_federated_data_draws_mixture_and_never_reuses_a_sample(tmp_path):
     src = SyntheticRegression(test_size=50, seed=0)
     part = TwoGroupMix(minor=0.1, num_clients=6, min_samples=20, max_samples=30)
-    plan = part.plan(2, torch.Generator().manual_seed(0))
-    data = build_federated_data(src, plan, seed=0)
+    plan = part.plan(2, generator(0, "partition"))   # the plan federate draws with seed 0
+    data = federate(src, part, seed=0)
     for split, counts in ((data.train, plan.train_counts), (data.local_test, plan.test_counts)):
         for k in range(6):
             src_k = split.source[k, : split.n[k]]

@@ -204,7 +204,7 @@ def test_latex_format(tmp_path, capsys):
 
 
 def test_latex_escaping():
-    from fedcluster.report.cells import latex_escape
+    from fedcluster.results.cells import latex_escape
     assert latex_escape("a_b 50% & c ± d #1 {x} \\") == "a\\_b 50\\% \\& c $\\pm$ d \\#1 \\{x\\} \\textbackslash{}"
 
 
@@ -317,22 +317,10 @@ def test_cam_keeps_one_k_free_run_per_seed(tmp_path):
 
 
 def test_a_cell_with_missing_seeds_says_how_many_it_holds():
-    from fedcluster.report.cells import Stat
+    from fedcluster.results.cells import Stat
     assert Stat.of([1.0, None, 3.0]).text() == "2.00 ± 1.4 (n=2 of 3)"
     assert Stat.of([1.0, 2.0, 3.0]).text() == "2.00 ± 1.0"
     assert Stat.of([float("nan"), 5.0]).text() == "5.00 (n=1 of 2)"
-
-
-@pytest.mark.parametrize("first", ["fedcluster.tables", "fedcluster.tables.clove", "fedcluster.report"])
-def test_the_table_and_report_packages_import_in_either_order(first):
-    """tables' paper modules import report.cells and the report reads tables: a fresh interpreter
-    importing either first must get both (it failed with a circular import from tables first)."""
-    import subprocess
-    import sys
-    code = f"import {first}; import fedcluster.report, fedcluster.tables; print(len(fedcluster.tables.TABLES))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout) > 0
 
 
 def test_a_folder_of_links_gathers_seeds_from_two_sweeps_once_each(tmp_path):

@@ -16,7 +16,7 @@ import fedcluster
 from fedcluster.config import register_schemas
 from fedcluster.report import build_report
 from fedcluster.report.preset_data import data_mismatches
-from fedcluster.report.runs import Run, identity_keys
+from fedcluster.results.runs import Run, identity_keys
 from fedcluster.runner import requested_config
 from fedcluster.tables import TABLES
 

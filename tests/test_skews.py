@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedcluster.data.federated import build_label_federated_data
+from fedcluster.data.federated import federate
 from fedcluster.errors import ConfigError
 from fedcluster.partitions import ConceptShift, FeatureSkew, LabelSkew1, LabelSkew2, LabelSkew3, LabelSkew4
 from fedcluster.assemble import make
@@ -213,7 +213,7 @@ class Pool:
 
 def test_feature_skew_rotates_each_cluster_by_its_angle():
     source = Pool()
-    data = build_label_federated_data(source, FeatureSkew(num_clusters=4, num_clients=8, samples_per_client=50,
+    data = federate(source, FeatureSkew(num_clusters=4, num_clients=8, samples_per_client=50,
                                                           test_samples_per_client=20), seed=0)
     for i in range(8):
         k = int(data.truth[i])
@@ -240,7 +240,7 @@ def test_feature_skew_is_exp301_whole_set_per_cluster_drawn_iid():
 def test_concept_shift_swaps_two_distinct_pairs_per_cluster():
     part = ConceptShift(num_clusters=5, num_clients=10, samples_per_client=100, test_samples_per_client=20)
     source = Pool()
-    data = build_label_federated_data(source, part, seed=0)
+    data = federate(source, part, seed=0)
     maps = part.label_maps(C, np.random.default_rng(0))
     pairs = set()
     for k in range(5):

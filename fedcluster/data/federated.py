@@ -1,13 +1,10 @@
 """Client data as padded, stacked tensors that stay resident on the device."""
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
 from ..rng import generator
-
-if TYPE_CHECKING:
-    from ..partitions import PartitionPlan
 
 
 @dataclass
@@ -84,75 +81,64 @@ def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], in
     return ClientSplit(x, y, src, n)
 
 
-def build_federated_data(source, plan: "PartitionPlan", seed: int) -> FederatedData:
-    """Draw each client's train and local-test samples from the source distributions.
-
-    Local test samples come from the training pool too (disjoint from every client's
-    training data); each distribution's own test set comes from the source's test split."""
-    S = len(source.distribution_names)
-    N = plan.train_counts.shape[0]
-    train_parts = [[] for _ in range(N)]
-    test_parts = [[] for _ in range(N)]
-    for s in range(S):
-        need_train, need_test = plan.train_counts[:, s], plan.test_counts[:, s]
-        x, y = source.sample("train", s, int(need_train.sum() + need_test.sum()), generator(seed, "draw-train", s))
-        offset = 0
-        for k in range(N):
-            for parts, count in ((train_parts, int(need_train[k])), (test_parts, int(need_test[k]))):
-                parts[k].append((x[offset: offset + count], y[offset: offset + count],
-                                 torch.full((count,), s, dtype=torch.long)))
-                offset += count
-
-    def merge(parts, purpose):
-        merged = []
-        for k, chunks in enumerate(parts):
-            xs, ys, ss = (torch.cat(c) for c in zip(*chunks))
-            order = torch.randperm(len(ys), generator=generator(seed, purpose, k))
-            merged.append((xs[order], ys[order], ss[order]))
-        return merged
-
-    source_test = [source.sample("test", s, None, generator(seed, "draw-test", s)) for s in range(S)]
-    return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),
-                         _stack(merge(train_parts, "order-train"), source.in_shape),
-                         _stack(merge(test_parts, "order-test"), source.in_shape),
-                         source_test, plan.mixture)
-
-
-def build_label_federated_data(source, partition, seed: int, fits=None) -> FederatedData:
-    """Split one labelled pool over clients by class (a label partition): each client's
-    training samples come from the source's training pool and its held-out local test
-    samples from the source's test pool, with the same class shares."""
-    from ..errors import ConfigError
-    if source.task not in ("classification", "reconstruction") or len(source.distribution_names) != 1:
-        raise ConfigError(f"partition={partition.name} splits one labelled pool by class; the dataset has "
-                          f"{len(source.distribution_names)} distributions ({source.distribution_names}). "
-                          "Use dataset.distributions='[{rotation: 0}]'")
-    tx, ty = source.pool("train")
-    vx, vy = source.pool("test")
-    need = partition.num_clients * getattr(partition, "min_samples", 1)
-    if need > len(ty):
-        raise ConfigError(f"partition.num_clients={partition.num_clients} clients x at least "
-                          f"{getattr(partition, 'min_samples', 1)} samples each need {need:,} training samples; "
-                          f"the pool has {len(ty):,}")
-    split = partition.split(ty, vy, source.num_classes, generator(seed, "partition"))
+def federate(source, partition, seed: int, fits=None) -> FederatedData:
+    """The federated data of `partition` over `source`: the partition's `Allocation`
+    (partitions/allocation.py) materialised. The partition sees the source's description and
+    the labels of its labelled pools (`SourceView`), never the samples. `fits(clients,
+    train_width, test_width)` checks the memory before any sample is gathered."""
+    view = SourceView(source)
+    alloc = partition.allocate(view, generator(seed, "partition"))
     if fits is not None:
-        fits(len(split.train), max(len(i) for i in split.train), max(len(i) for i in split.test))
+        fits(alloc.num_clients, *alloc.widths())
+    pools = {}
+    for (split, s), n in alloc.draws.items():
+        pools[(split, s)] = view.pool(split, s) if n is None else \
+            source.sample(split, s, n, generator(seed, f"draw-{split}", s))
 
-    def client(x, y, i, idx):
-        xi, yi = x[idx], y[idx]
-        if split.quarter_turns is not None and int(split.quarter_turns[i]) % 4:
-            xi = torch.rot90(xi, int(split.quarter_turns[i]), dims=(-2, -1))   # feature skew
-        if split.label_map is not None:
-            yi = split.label_map[i][yi]                                        # concept shift
-        return xi, yi, torch.zeros(len(idx), dtype=torch.long)
+    def client(pieces, k, purpose):
+        if pieces:
+            x = torch.cat([pools[p][0][idx] for p, idx in pieces])
+            y = torch.cat([pools[p][1][idx] for p, idx in pieces])
+            src = torch.cat([torch.full((len(idx),), p[1], dtype=torch.long) for p, idx in pieces])
+        else:
+            x, y, src = torch.zeros(0, *source.in_shape), torch.zeros(0), torch.zeros(0, dtype=torch.long)
+        if alloc.quarter_turns is not None and int(alloc.quarter_turns[k]) % 4:
+            x = torch.rot90(x, int(alloc.quarter_turns[k]), dims=(-2, -1))   # feature skew
+        if alloc.label_map is not None:
+            y = alloc.label_map[k][y]                                        # concept shift
+        if alloc.shuffle_clients:
+            order = torch.randperm(len(y), generator=generator(seed, purpose, k))
+            x, y, src = x[order], y[order], src[order]
+        return x, y, src
 
-    def clients(x, y, parts):
-        return _stack([client(x, y, i, idx) for i, idx in enumerate(parts)], source.in_shape)
-
-    N = len(split.train)
+    S = len(source.distribution_names)
+    source_test = [source.sample("test", s, None, generator(seed, "draw-test", s)) for s in range(S)] \
+        if alloc.distribution_tests else []
     return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),
-                         clients(tx, ty, split.train), clients(vx, vy, split.test), [],
-                         torch.zeros(N, 0), split.truth)
+                         _stack([client(p, k, "order-train") for k, p in enumerate(alloc.train)], source.in_shape),
+                         _stack([client(p, k, "order-test") for k, p in enumerate(alloc.local_test)], source.in_shape),
+                         source_test, alloc.mixture, alloc.truth)
+
+
+class SourceView:
+    """What a partition may read of a source: its task, classes and distributions, and the
+    labels of a split's labelled pool (read once; `federate` gathers the samples from the same
+    read)."""
+
+    def __init__(self, source):
+        self._source = source
+        self.task, self.num_classes = source.task, source.num_classes
+        self.distribution_names = list(source.distribution_names)
+        self._pools = {}
+
+    def pool(self, split: str, distribution: int = 0):
+        key = (split, distribution)
+        if key not in self._pools:
+            self._pools[key] = self._source.pool(split, distribution)
+        return self._pools[key]
+
+    def labels(self, split: str, distribution: int = 0) -> torch.Tensor:
+        return self.pool(split, distribution)[1]
 
 
 def as_reconstruction(data: FederatedData) -> FederatedData:

@@ -14,8 +14,8 @@ from typing import Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.federated import FederatedData, build_label_federated_data
 from ..errors import ConfigError
+from .allocation import Allocation
 from .shares import LabelSplit, check_val_fraction, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
 
@@ -38,10 +38,23 @@ class LabelPartition:
     def shares(self, num_classes: int, rng: np.random.Generator) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         raise NotImplementedError
 
-    def federate(self, source, seed: int, fits=None) -> FederatedData:
-        """The partition protocol (shared with mixture.Partition): here one labelled pool split
-        over the clients by class (`split`), with the held-out test pool split alike."""
-        return build_label_federated_data(source, self, seed, fits)
+    def allocate(self, view, g: torch.Generator) -> Allocation:
+        """The partition protocol (partitions/allocation.py): one labelled pool split over the
+        clients by class (`split`), each client's held-out local test samples from the source's
+        test pool with the same class shares."""
+        if view.task not in ("classification", "reconstruction") or len(view.distribution_names) != 1:
+            raise ConfigError(f"partition={self.name} splits one labelled pool by class; the dataset has "
+                              f"{len(view.distribution_names)} distributions ({view.distribution_names}). "
+                              "Use dataset.distributions='[{rotation: 0}]'")
+        train_labels, test_labels = view.labels("train"), view.labels("test")
+        need = self.num_clients * self.min_samples
+        if need > len(train_labels):
+            raise ConfigError(f"partition.num_clients={self.num_clients} clients x at least {self.min_samples} "
+                              f"samples each need {need:,} training samples; the pool has {len(train_labels):,}")
+        split = self.split(train_labels, test_labels, view.num_classes, g)
+        return Allocation([[(("train", 0), idx)] for idx in split.train], [[(("test", 0), idx)] for idx in split.test],
+                          {("train", 0): None, ("test", 0): None}, torch.zeros(len(split.train), 0), split.truth,
+                          split.quarter_turns, split.label_map)
 
     def split(self, train_labels: torch.Tensor, test_labels: torch.Tensor, num_classes: int,
               g: torch.Generator) -> LabelSplit:

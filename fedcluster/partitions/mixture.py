@@ -8,10 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..rng import generator
-
-from ..data.federated import FederatedData, build_federated_data
 from ..errors import ConfigError
+from .allocation import Allocation
 from .shares import check_val_fraction
 
 
@@ -53,15 +51,24 @@ class Partition:
     def mixture(self, num_distributions: int, g: torch.Generator) -> torch.Tensor:
         raise NotImplementedError
 
-    def federate(self, source, seed: int, fits=None) -> FederatedData:
-        """The partition protocol (shared with labels.LabelPartition): the clients' training and
-        held-out local test data, each distribution's test data, and the ground truth. Here: a
-        mixture of the source's distributions per client. `fits(clients, train_width,
-        test_width)` checks the memory before the data is built."""
-        if fits is not None:
-            fits(self.num_clients, self.max_samples, max(1, round(self.max_samples * self.local_test_fraction)))
-        return build_federated_data(source, self.plan(len(source.distribution_names), generator(seed, "partition")),
-                                    seed)
+    def allocate(self, view, g: torch.Generator) -> Allocation:
+        """The partition protocol (partitions/allocation.py): a mixture of the source's
+        distributions per client. Distribution s is drawn once for all clients (fresh samples:
+        the source may generate them); each client takes its training samples and then its local
+        test samples from the stream in turn, so no sample is used twice, and its pieces are
+        mixed in a random order. Each distribution's own test set is its held-out test split."""
+        plan = self.plan(len(view.distribution_names), g)
+        N, S = plan.train_counts.shape
+        train, test = [[] for _ in range(N)], [[] for _ in range(N)]
+        draws = {}
+        for s in range(S):
+            offset = 0
+            for k in range(N):
+                for pieces, count in ((train, int(plan.train_counts[k, s])), (test, int(plan.test_counts[k, s]))):
+                    pieces[k].append((("train", s), torch.arange(offset, offset + count)))
+                    offset += count
+            draws[("train", s)] = offset
+        return Allocation(train, test, draws, plan.mixture, shuffle_clients=True, distribution_tests=True)
 
     def plan(self, num_distributions: int, g: torch.Generator) -> PartitionPlan:
         if self.needs_two and num_distributions != 2:

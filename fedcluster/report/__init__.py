@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from ..io import write_csv, write_text
-from .cells import Stat
+from ..results.cells import Stat
 from .render import listing, render
-from .runs import ReportError, discover
+from ..results.runs import ReportError, discover
 from .sections import (csv_frame, figure_panels, local_test_curve, sections_for, slug, write_figure,
                        write_learning_curves)
 

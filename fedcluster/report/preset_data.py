@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
-from .runs import ABSENT, Run, identity_keys, show
+from ..results.runs import ABSENT, Run, identity_keys, show
 
 # The leaf names of data settings that only set the scale of a run (how many clients, clusters
 # and samples, how large the test set, where the files are), not what kind of data they are:

@@ -1,10 +1,8 @@
 """A report's sections: the runs of one paper table (or of none), split into sub-tables by the
 config keys the table does not lay out; their CSV frames and the ARI-over-rounds figure. A run
 is put beside a paper's numbers only when the table's Spec accepts its algorithm, data and model;
-the others are shown in the generic table with a note saying why (`sections_for`).
+the others are shown in the generic table with a note saying why (`sections_for`)."""
 
-`tables` is imported as a module and read at call time: its paper modules import report.cells,
-so either package may be imported first without a circular-import error."""
 from __future__ import annotations
 
 import re
@@ -15,9 +13,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from .. import tables
-from .cells import to_csv_frame
+from ..results.cells import to_csv_frame
+from ..results.runs import Cell, Run, make_cells, matches, show, split_by, varying_keys
 from .preset_data import data_mismatches
-from .runs import Cell, Run, make_cells, matches, show, split_by, varying_keys
 
 
 STD_NOTE = ("± is the sample standard deviation (ddof=1) over seeds and n the number of seeds "

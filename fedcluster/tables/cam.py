@@ -5,8 +5,8 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from ..report.cells import DASH, Stat
-from ..report.runs import ABSENT, Cell, Run, show, sort_key
+from ..results.cells import DASH, Stat
+from ..results.runs import ABSENT, Cell, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 
 

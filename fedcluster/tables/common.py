@@ -4,7 +4,7 @@ paper. Each paper's tables and reported numbers live in its own module (fedsoft.
 clove.py); tables/__init__.py is the registry.
 
 Each table function takes the cells of one (sub-)table (runs that differ only in seed, see
-report/runs.py) and lays them out by the config keys it `consumes`; every other key that varies
+results/runs.py) and lays them out by the config keys it `consumes`; every other key that varies
 has already split the runs into separate sub-tables, so no row ever averages runs of different
 configurations. Centers are relabelled per run with the Hungarian matching on test loss
 (`matched_center`), so column c(theta_j) is the center that serves distribution j; raw indices
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import hungarian_match
-from ..report.cells import Stat
-from ..report.runs import ABSENT, Cell, ReportError, Run, show
+from ..results.cells import Stat
+from ..results.runs import ABSENT, Cell, ReportError, Run, show
 
 
 # -- Protocols: the setting each paper table was measured in. The report puts a paper column

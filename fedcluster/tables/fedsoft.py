@@ -7,8 +7,8 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ..report.cells import DASH, Stat
-from ..report.runs import Cell, Run, sort_key
+from ..results.cells import DASH, Stat
+from ..results.runs import Cell, Run, sort_key
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, paper_label,
                      paper_matched, protocol_gaps)
 

@@ -13,8 +13,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
-from ..rundir import VOLATILE_KEYS
-from ..rundir import flatten as rundir_flatten
+from ..identity import VOLATILE_KEYS
+from ..identity import flatten as rundir_flatten
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -96,7 +96,7 @@ def freeze(value):
 
 
 def flatten(node, prefix: str = "") -> Dict[str, object]:
-    """{"train.lr": 0.01, ...}: the run directory's dotted keys (rundir.flatten) with each value
+    """{"train.lr": 0.01, ...}: the run directory's dotted keys (identity.flatten) with each value
     frozen, so that any two configs can be compared key by key."""
     return {k: freeze(v) for k, v in rundir_flatten(node, prefix).items()}
 

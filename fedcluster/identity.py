@@ -1,0 +1,46 @@
+"""A run's identity: which config keys decide its results. One declaration that the run
+directory's ownership check (rundir.py), the config fingerprint sealed into checkpoints and
+summaries (integrity.py), the report's grouping (results/runs.py) and Hydra's sweep directory
+names (conf/config.yaml's `exclude_keys`, through the `fc_name_excluded_keys` resolver) all read.
+
+A volatile key changes how a run is shown or kept (progress bar, plots, checkpoint interval,
+trackers, a sweep's objective), never its numbers; two requests that differ only in volatile
+keys are the same run."""
+import hashlib
+import json
+
+VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "logger", "hydra")
+# Command-line overrides left out of a sweep job's directory name: the volatile keys (Hydra's
+# own settings by their full names) and the preset, whose settings name the directory instead.
+NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") + \
+    tuple(k for k in VOLATILE_KEYS if k != "hydra")
+
+
+def comparable(config: dict) -> dict:
+    """The config without the keys that do not change a run's results."""
+    return {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
+
+
+def flatten(node, prefix: str = "") -> dict:
+    """{"train.lr": 0.01, ...}: nested dicts as dotted keys (lists stay values)."""
+    if not isinstance(node, dict):
+        return {prefix: node}
+    out = {}
+    for k, v in node.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
+    return out
+
+
+def config_fingerprint(config: dict) -> str:
+    """Hash of a config without the keys that do not change results."""
+    return hashlib.sha256(json.dumps(comparable(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def json_default(o):
+    """JSON for tensors and numpy values (their lists or scalars), anything else as its text."""
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
