@@ -23,7 +23,8 @@ def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunR
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import open_dict
 
-    from .cli import config_dir, register_resolvers
+    from .cli import config_dir
+    from .config import register_resolvers
     from .config import register_schemas
     from .runner import run as run_config
 

@@ -6,7 +6,6 @@ value is refused before anything exists), Hydra writes nothing itself (`output_s
 no job log file): its `.hydra/` files are written by us once the directory is ours, and every
 user error, Ctrl-C included, is one line on stderr."""
 import os
-import secrets
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -18,9 +17,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from . import signals
-from .config import register_schemas
+from .config import register_resolvers, register_schemas
 from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .identity import NAME_EXCLUDED_KEYS
 
 _FAILED: List[str] = []          # multirun: jobs that ended with a user error (the sweep goes on)
 
@@ -58,29 +56,6 @@ class _Sweep:
             if entries:
                 (Path(d) / "multirun.yaml").unlink()
             discard_created(d)
-_UNIQUE = secrets.token_hex(2)   # this process's run-directory suffix: two starts in one second never share one
-
-
-def _unique() -> str:
-    return _UNIQUE
-
-
-def _subdir(override_dirname: str) -> str:
-    """A sweep job's directory: its overrides (the keys that change results), or `default`."""
-    return override_dirname or "default"
-
-
-def _name_excluded_keys() -> list:
-    """The overrides a sweep job's directory name leaves out (identity.py NAME_EXCLUDED_KEYS)."""
-    return list(NAME_EXCLUDED_KEYS)
-
-
-def register_resolvers() -> None:
-    for name, fn in (("fc_unique", _unique), ("fc_subdir", _subdir), ("fc_name_excluded_keys", _name_excluded_keys)):
-        if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, fn)
-
-
 register_resolvers()   # also in launcher worker processes, which import this module to run _task
 
 

@@ -10,13 +10,15 @@ names the key, and every constructor parameter can be overridden from the comman
 
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from . import algorithms, data, hardware, loggers, models, partitions
+from .identity import NAME_EXCLUDED_KEYS
 from .schema import schema_of
 
 OPTIONS = {
@@ -86,7 +88,33 @@ def algorithm_classes() -> list:
     return sorted(found, key=lambda c: (c.__module__, c.__name__))
 
 
+_UNIQUE = secrets.token_hex(2)   # this process's run-directory suffix: two starts in one second never share one
+
+
+def _unique() -> str:
+    return _UNIQUE
+
+
+def _subdir(override_dirname: str) -> str:
+    """A sweep job's directory: its overrides (the keys that change results), or `default`."""
+    return override_dirname or "default"
+
+
+def _name_excluded_keys() -> list:
+    """The overrides a sweep job's directory name leaves out (identity.py NAME_EXCLUDED_KEYS)."""
+    return list(NAME_EXCLUDED_KEYS)
+
+
+def register_resolvers() -> None:
+    for name, fn in (("fc_unique", _unique), ("fc_subdir", _subdir), ("fc_name_excluded_keys", _name_excluded_keys)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+
+
 def register_schemas() -> None:
+    """The schemas every option's yaml starts from, and the resolvers the configs use: what any
+    composition of conf/ needs first (the CLI, the API, the report, the tests)."""
+    register_resolvers()
     cs = ConfigStore.instance()
     cs.store(name="schema_config", node=Config)
     for group, classes in OPTIONS.items():

@@ -26,4 +26,9 @@ fedcluster "${common[@]}" "${img[@]}" algorithm=fedproto engine=batched hydra.ru
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedavg engine=sequential hydra.run.dir="$out/fedavg_sequential"
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedala hydra.run.dir="$out/fedala"
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedem hydra.run.dir="$out/fedem_img"
+skew=(dataset=fashion_mnist 'dataset.distributions=[{rotation: 0}]' dataset.train_size=4000 model=lenet partition.num_clients=8 partition.samples_per_client=100
+      partition.test_samples_per_client=20 train.steps=4 train.batch_size=16 train.lr=0.01 rounds=3 eval_every=1)
+fedcluster "${common[@]}" "${skew[@]}" partition=feature_skew num_clusters=4 algorithm=ifca hydra.run.dir="$out/feature_skew"
+fedcluster "${common[@]}" "${skew[@]}" partition=concept_shift num_clusters=4 algorithm=ifca hydra.run.dir="$out/concept_shift"
+fedcluster "${common[@]}" "${skew[@]}" partition=label_skew2 num_clusters=4 algorithm=clove hydra.run.dir="$out/label_skew2"
 cd "$out" && sha256sum */metrics.csv

@@ -4,7 +4,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from conftest import CONF
-from fedcluster.cli import register_resolvers
+from fedcluster.config import register_resolvers
 from fedcluster.config import register_schemas
 from fedcluster.identity import NAME_EXCLUDED_KEYS, VOLATILE_KEYS, config_fingerprint
 

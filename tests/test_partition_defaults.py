@@ -29,7 +29,7 @@ def test_a_partition_from_the_config_is_the_class_with_its_defaults(option):
 
 
 def test_the_cluster_skews_declare_the_defaults_they_use():
-    from fedcluster.partitions.skews import LabelSkew1
+    from fedcluster.partitions import LabelSkew1
     cfg = make_cfg(["partition=label_skew1"])
     assert cfg.partition.min_cluster_fraction == 0.0 and cfg.partition.min_cluster_test_fraction == 0.0
     assert cfg.partition.min_samples == 1

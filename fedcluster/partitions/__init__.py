@@ -4,7 +4,10 @@ mixture: each client holds a mixture of the source's S distributions (FedSoft §
 labels: one labelled pool split over clients by class (Fed-CAM §5, Hsu et al. 2019).
 skews: K clusters with label, feature (rotation) or concept (label swap) skew (CLoVE §5.1)."""
 from .labels import ClusteredDirichletLabels, ClusteredNClassLabels, DirichletLabels, LabelSplit, NClassLabels
-from .skews import ConceptShift, FeatureSkew, LabelSkew1, LabelSkew2, LabelSkew3, LabelSkew4
+from .dominant_class import LabelSkew4
+from .label_sets import LabelSkew1, LabelSkew2, LabelSkew3
+from .label_swaps import ConceptShift
+from .rotations import FeatureSkew
 from .mixture import Clustered, LinearMix, Partition, PartitionPlan, RandomMix, TwoGroupMix, counts_from_ratios
 
 __all__ = ["Partition", "PartitionPlan", "TwoGroupMix", "LinearMix", "RandomMix", "Clustered", "counts_from_ratios",

@@ -49,7 +49,8 @@ def _composed(overrides: Tuple[str, ...]) -> Optional[Dict[str, object]]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ..cli import config_dir, register_resolvers
+    from ..cli import config_dir
+    from ..config import register_resolvers
     from ..config import register_schemas
     from ..runner import requested_config
     register_schemas()
