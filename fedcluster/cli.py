@@ -217,8 +217,8 @@ def help_text(conf: Path) -> str:
               "  fedcluster algorithm=ifca dataset=fashion_mnist model=lenet rounds=20",
               "  fedcluster -m algorithm=fedsoft,ifca,fedem seed=0,1,2",
               "  fedcluster +preset=clove/images        then: fedcluster-report <the sweep directory>",
-              "", "Every key and its default: fedcluster --cfg job; one group option's settings: fedcluster "
-              "--cfg job algorithm=clove.", "Docs: README.md, docs/architecture.md. Hydra's own options: --hydra-help."]
+              "", "An option's settings with their defaults and allowed values: fedcluster show algorithm=clove;",
+              "every key of a run's config: fedcluster --cfg job [overrides].", "Docs: README.md, docs/architecture.md. Hydra's own options: --hydra-help."]
     return "\n".join(lines)
 
 
@@ -265,6 +265,9 @@ def _unknown_flag(argv: List[str]) -> Optional[str]:
 
 def main() -> None:
     signals.install()
+    if sys.argv[1:2] == ["show"]:   # an option's settings, defaults and allowed values (show.py)
+        from .show import main as show_main
+        sys.exit(show_main(sys.argv[2:], config_dir()))
     flag = _unknown_flag(sys.argv[1:])
     if flag is not None:
         setting = flag.lstrip("-")

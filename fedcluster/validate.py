@@ -1,82 +1,33 @@
 """Up-front checks of a composed config, before a run writes anything.
 
 Every number anywhere in the config must be finite, and every integer must fit in 64 bits
-(|v| <= 2**63 - 1: torch and numpy hold them as int64); the keys below must lie in their range.
-Rules are keyed by the key's last name, so they hold in every group and in nested nodes
-(e.g. CAM's `algorithm.base.*`). Types are already enforced by the schemas (config.py).
-
-Upper bounds: a count of rounds or local steps above MAX_COUNT (10**6: weeks of training for
-the smallest model here) and a batch above MAX_BATCH (10**5 samples: more than any client of
-the data sets here holds) are typos, refused before any time is spent."""
+(|v| <= 2**63 - 1: torch and numpy hold them as int64). A group option's settings must be what
+its class's signature allows (settings.py: `Annotated[int, AtLeast(1)]` and the like, read from
+the class each config node builds, nested nodes such as CAM's `algorithm.base` included); the
+run's own keys below (`RUN_RULES`, by full key). Types are already enforced by the schemas
+(config.py)."""
 import math
-from typing import Callable, Dict, Optional, Tuple
+from typing import Dict, Optional
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from .engine.optim import OPTIMIZERS
 from .errors import ConfigError
+from .schema import parameters
+from .settings import MAX_BATCH, MAX_COUNT, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
 
-Rule = Tuple[Callable[[float], bool], str]
 INT64_MAX = 2 ** 63 - 1
-MAX_COUNT = 10 ** 6
-MAX_BATCH = 10 ** 5
 # The metrics each task's evaluation produces (metrics.model_metrics), for `objective`.
 TASK_METRICS = {"regression": ("mse",), "reconstruction": ("mse",), "classification": ("accuracy", "macro_f1")}
 
-
-def _at_least(lo):
-    return (lambda v: v >= lo), f">= {lo}"
-
-
-def _positive():
-    return (lambda v: v > 0), "> 0"
-
-
-def _in(lo, hi, closed_hi=True):
-    if closed_hi:
-        return (lambda v: lo <= v <= hi), f"in [{lo}, {hi}]"
-    return (lambda v: lo <= v < hi), f"in [{lo}, {hi})"
-
-
-def _open(lo, hi):
-    return (lambda v: lo < v < hi), f"in ({lo}, {hi})"
-
-
-def _open_closed(lo, hi):
-    return (lambda v: lo < v <= hi), f"in ({lo}, {hi}]"
-
-
-RULES: Dict[str, Rule] = {
-    # run
-    "rounds": _in(1, MAX_COUNT), "seed": _at_least(0), "eval_every": _at_least(1), "checkpoint_every": _at_least(0),
-    "warmup_rounds": _in(0, MAX_COUNT), "num_clusters": _at_least(1), "divergence_factor": _positive(),
-    "split_after_round": _at_least(0), "local_rounds": _in(1, MAX_COUNT),
-    # train
-    "lr": _positive(), "epochs": _in(1, MAX_COUNT), "batch_size": _in(1, MAX_BATCH), "steps": _in(1, MAX_COUNT),
-    "momentum": _in(0, 1, closed_hi=False), "weight_decay": _at_least(0),
-    # partition
-    "num_clients": _at_least(1), "min_samples": _at_least(1), "max_samples": _at_least(1),
-    "local_test_fraction": _in(0, 1, closed_hi=False), "val_fraction": _in(0, 1, closed_hi=False), "alpha": _positive(), "alpha_cluster": _positive(),
-    "alpha_client": _positive(), "classes_per_client": _at_least(1), "classes_per_cluster": _at_least(1),
-    "shared_classes": _at_least(0), "samples_per_client": _at_least(1), "test_samples_per_client": _at_least(1),
-    "default_clusters": _at_least(1), "uniform_share": _in(0, 1), "minor": _in(0, 1),
-    "reserve_fraction": _in(0, 1), "min_cluster_fraction": _in(0, 1), "min_cluster_test_fraction": _in(0, 1),
-    "class_samples_per_cluster": _at_least(1), "test_class_samples_per_cluster": _at_least(1),
-    # dataset
-    "dim": _at_least(1), "num_distributions": _at_least(1), "theta_var": _positive(), "noise_std": _at_least(0),
-    "test_size": _at_least(1), "train_size": _at_least(1), "delta": _positive(),
-    # algorithm (smoother: FedSoft's floor on the importance weights u, in (0, 1) as fedsoft.py requires)
-    "lam": _at_least(0), "tau": _at_least(1), "selection_size": _at_least(1), "smoother": _open(0, 1),
-    "client_fraction": _open_closed(0, 1), "mu": _at_least(0), "eps1": _at_least(0), "eps2": _at_least(0),
-    "kmeans_iters": _at_least(1), "max_clusters": _at_least(0), "server_lr": _positive(), "eval_batch": _at_least(1),
-    # model (layer sizes, also each entry of a list such as model.hidden)
-    "hidden": _at_least(1), "channels": _at_least(1), "kernel_sizes": _at_least(1), "latent": _at_least(1),
-    "embed_dim": _at_least(1), "vocab_size": _at_least(1), "max_len": _at_least(1), "dropout": _in(0, 1, closed_hi=False),
+RUN_RULES: Dict[str, Rule] = {
+    "rounds": Count, "seed": AtLeast(0), "eval_every": AtLeast(1), "checkpoint_every": AtLeast(0),
+    "warmup_rounds": Between(0, MAX_COUNT), "num_clusters": AtLeast(1), "divergence_factor": Positive,
+    "train.lr": Positive, "train.epochs": Count, "train.batch_size": Between(1, MAX_BATCH), "train.steps": Count,
+    "train.momentum": Probability, "train.weight_decay": AtLeast(0), "train.optimizer": OneOf(sorted(OPTIMIZERS)),
 }
-# Keys whose value is one of a few names, by the key's last name.
-CHOICES: Dict[str, Tuple[str, ...]] = {"optimizer": tuple(sorted(OPTIMIZERS)), "server_optimizer": tuple(sorted(OPTIMIZERS))}
-# Keys whose rule would misfire: a string or structured value with a ruled name (none today).
 SKIP_PREFIXES = ("hydra.",)
 
 
@@ -126,25 +77,40 @@ def task_of(dataset: dict) -> Optional[str]:
     return None
 
 
+def node_rules(plain: dict, prefix: str = "") -> Dict[str, list]:
+    """{"partition.alpha": [its rules], ...}: the rules of every setting of every node that builds
+    a class (`_target_`), from the class's signature."""
+    found = {}
+    if isinstance(plain, dict):
+        target = plain.get("_target_")
+        if isinstance(target, str):
+            try:
+                cls = get_class(target)
+            except Exception:   # noqa: BLE001 -- an unknown target is reported when the run builds it
+                cls = None
+            if cls is not None:
+                found.update({f"{prefix}{k}": r for k, r in rules_of(parameters(cls)).items()})
+        for k, v in plain.items():
+            found.update(node_rules(v, f"{prefix}{k}."))
+    return found
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError naming the first bad key, its value and what is allowed."""
     plain = _resolved(cfg)
+    rules = {**node_rules(plain), **{k: [r] for k, r in RUN_RULES.items()}}
     for key, value in sorted(_walk(plain), key=lambda kv: kv[0].count(".")):   # what the user typed first (num_clusters before algorithm.num_clusters)
         if key.startswith(SKIP_PREFIXES):
             continue
-        choices = CHOICES.get(key.rsplit(".", 1)[-1])
-        if choices is not None and value not in choices:
-            raise ConfigError(f"{key}={value!r} is unknown; allowed: {list(choices)}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{key}={value} is not a finite number")
-        if isinstance(value, int) and abs(value) > INT64_MAX:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64_MAX:
             raise ConfigError(f"{key}={value} does not fit in 64 bits; allowed: integers of magnitude <= 2**63-1 "
                               f"({INT64_MAX})")
-        rule = RULES.get(key.rsplit(".", 1)[-1].split("[")[0])
-        if rule is not None and not rule[0](value):
-            raise ConfigError(f"{key}={value} is out of range; allowed: {rule[1]}")
+        for rule in rules.get(key.split("[")[0], ()):   # a list's entries: each holds the setting's rule
+            problem = rule.problem(key, value)
+            if problem is not None:
+                raise ConfigError(problem)
     objective = plain.get("objective")
     if objective is not None and not str(objective).startswith("local_val_"):
         raise ConfigError(f"objective={objective} is not a validation metric; allowed: local_val_<metric> (e.g. "

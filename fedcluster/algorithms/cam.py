@@ -1,12 +1,15 @@
 """Clustered additive modeling (Ma, Zhou, Long et al., 'Structured federated learning through
 clustered additive modeling', Fed-CAM Algorithm 1): a wrapper that turns a clustered
 algorithm (IFCA, FeSEM) into its CAM version."""
+from typing import Annotated
+
 import torch
 
 from ..engine.forward import outputs_on_clients, outputs_paired
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import FrozenOffset
+from ..settings import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 WARMUPS = ("fedavg", "base")
@@ -29,7 +32,8 @@ class CAM(Algorithm):
     being warmed up."""
     name = "cam"
 
-    def __init__(self, base: Algorithm, warmup_rounds: int = 30, warmup: str = "fedavg"):
+    def __init__(self, base: Algorithm, warmup_rounds: Annotated[int, Between(0, MAX_COUNT)] = 30,
+                 warmup: Annotated[str, OneOf(WARMUPS)] = "fedavg"):
         if warmup not in WARMUPS:
             raise ConfigError(f"algorithm.warmup={warmup!r} is unknown; allowed: {list(WARMUPS)}")
         if warmup_rounds < 0:

@@ -10,7 +10,7 @@ halves start from the parent's model. Then each cluster's model moves by the n_i
 mean update of its clients. Split rule, linkage and warm-up (20 rounds) follow the authors'
 code (github.com/felisat/clustered-federated-learning, which CLoVE used); eps1 = 0.4 and
 eps2 = 1.6 are its MNIST values, to be tuned per model and data."""
-from typing import List
+from typing import Annotated, List
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ import torch
 
 from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
+from ..settings import AtLeast
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 
@@ -47,7 +48,8 @@ def bipartition(updates: torch.Tensor) -> np.ndarray:
 class CFL(ClusteredAlgorithm):
     name = "cfl"
 
-    def __init__(self, eps1: float = 0.4, eps2: float = 1.6, split_after_round: int = 20, max_clusters: int = 0):
+    def __init__(self, eps1: Annotated[float, AtLeast(0)] = 0.4, eps2: Annotated[float, AtLeast(0)] = 1.6,
+                 split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0):
         if eps1 < 0 or eps2 < 0:
             raise ConfigError(f"algorithm.eps1={eps1} and eps2={eps2} must be >= 0")
         if max_clusters < 0:

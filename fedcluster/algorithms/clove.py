@@ -25,15 +25,16 @@ assignment by evaluation (as every round) or at random (every model at least one
 the authors' code ensures); k-means or agglomerative
 clustering; loss or square-root loss embeddings; no matching (group k, ordered by its
 smallest client id, gets model k)."""
-from typing import Optional
+from typing import Annotated, Optional
 
 import numpy as np
 import torch
 
-from ..engine.optim import build_optimizer
+from ..engine.optim import OPTIMIZERS, build_optimizer
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..rng import derived_seed
+from ..settings import AtLeast, Between, OneOf, Positive
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm, check_choice
 
@@ -54,7 +55,7 @@ def cluster_vectors(vectors: np.ndarray, k: int, method: str, seed: int) -> np.n
     return AgglomerativeClustering(n_clusters=k).fit_predict(vectors).astype(np.int64)
 
 
-def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str = "hungarian") -> np.ndarray:
+def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: Annotated[str, OneOf(CHOICES["matching"])] = "hungarian") -> np.ndarray:
     """Model index of each group label. `hungarian`: the minimum-cost bipartite matching of
     groups to models, cost[g, j] = sum of the embedded losses (the rows that were clustered:
     losses, or their square roots) of group g's clients on model j.
@@ -77,10 +78,16 @@ def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: str
 class CLoVE(ClusteredAlgorithm):
     name = "clove"
 
-    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, clustering: str = "kmeans",
-                 embedding: str = "loss", matching: str = "hungarian", init: str = "independent",
-                 first_round: str = "evaluation", averaging: str = "model", server_optimizer: str = "adam",
-                 server_lr: float = 1e-3):
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 clustering: Annotated[str, OneOf(CHOICES["clustering"])] = "kmeans",
+                 embedding: Annotated[str, OneOf(CHOICES["embedding"])] = "loss",
+                 matching: Annotated[str, OneOf(CHOICES["matching"])] = "hungarian",
+                 init: Annotated[str, OneOf(CHOICES["init"])] = "independent",
+                 first_round: Annotated[str, OneOf(CHOICES["first_round"])] = "evaluation",
+                 averaging: Annotated[str, OneOf(CHOICES["averaging"])] = "model",
+                 server_optimizer: Annotated[str, OneOf(sorted(OPTIMIZERS))] = "adam",
+                 server_lr: Annotated[float, Positive] = 1e-3):
         for key, value in (("clustering", clustering), ("embedding", embedding), ("matching", matching),
                            ("init", init), ("first_round", first_round), ("averaging", averaging)):
             check_choice(key, value, CHOICES[key])

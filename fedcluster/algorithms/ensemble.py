@@ -1,10 +1,12 @@
 """FedAvg+ / FedProx+ (Fed-CAM §5 baselines): K independently trained single-model
 federations, combined by soft voting."""
 import copy
+from typing import Annotated
 
 import torch
 
 from ..rng import derived_seed
+from ..settings import AtLeast
 from .base import Algorithm, concat_plans
 
 
@@ -15,7 +17,7 @@ class Ensemble(Algorithm):
     the returned scores are the log of that mean, so argmax and cross-entropy apply."""
     name = "ensemble"
 
-    def __init__(self, base: Algorithm, num_clusters: int = 5):
+    def __init__(self, base: Algorithm, num_clusters: Annotated[int, AtLeast(1)] = 5):
         self.base_name = base.name
         self.name = f"{base.name}_ensemble"
         self.members = [copy.deepcopy(base) for _ in range(num_clusters)]

@@ -1,6 +1,6 @@
 """FedALA (Zhang et al., AAAI 2023): adaptive local aggregation of the global model into each
 client's local model, with element-wise weights learned on the client's data."""
-from typing import Dict, List
+from typing import Annotated, Dict, List
 
 import numpy as np
 import torch
@@ -9,6 +9,7 @@ from torch.func import functional_call
 from ..engine.losses import per_sample_loss
 from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
+from ..settings import MAX_BATCH, Between
 from .base import Algorithm, RoundPlan, weighted_mean_rows
 
 
@@ -58,7 +59,9 @@ train.batch_size, as the authors use the training batch size). W
     keep_client_state = False
 
     def __init__(self, rand_percent: int = 80, layer_idx: int = 2, eta: float = 1.0, threshold: float = 0.1,
-                 num_pre_loss: int = 10, max_passes: int = 200, batch_size: int = 10, client_fraction: float = 1.0):
+                 num_pre_loss: int = 10, max_passes: int = 200,
+                 batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         if not 0 < rand_percent <= 100 or layer_idx < 1 or eta <= 0 or num_pre_loss < 1 or max_passes < 1 \
                 or batch_size < 1 or not 0 < client_fraction <= 1:
             raise ConfigError(f"FedALA needs 0 < rand_percent <= 100, layer_idx >= 1, eta > 0, num_pre_loss >= 1, "

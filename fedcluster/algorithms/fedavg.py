@@ -1,10 +1,13 @@
 """FedAvg (McMahan et al. 2017) and FedProx (Li et al. 2020): one global model."""
+from typing import Annotated
+
 import torch
 
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..settings import AtLeast, Between
 from .base import Algorithm, RoundPlan, weighted_mean_rows
 
 
@@ -14,7 +17,7 @@ class FedAvg(Algorithm):
     name = "fedavg"
     num_clusters = 1
 
-    def __init__(self, client_fraction: float = 1.0):
+    def __init__(self, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         if not 0 < client_fraction <= 1:
             raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
         self.client_fraction = client_fraction
@@ -44,7 +47,8 @@ class FedProx(FedAvg):
     """FedAvg with the proximal term mu/2 ||w - w_global||^2 in every local objective."""
     name = "fedprox"
 
-    def __init__(self, mu: float = 0.01, client_fraction: float = 1.0):
+    def __init__(self, mu: Annotated[float, AtLeast(0)] = 0.01,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         super().__init__(client_fraction)
         if mu < 0:
             raise ConfigError(f"algorithm.mu={mu} must be >= 0")

@@ -1,11 +1,14 @@
 """FedEM (Marfoq et al., NeurIPS 2021, Alg. 1): each client's data is a mixture of M shared
 components; FedSoft's baseline (FedSoft §5)."""
+from typing import Annotated
+
 import torch
 
 from ..engine.forward import outputs_on_clients
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import SampleWeights
+from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
@@ -47,7 +50,9 @@ class FedEM(Algorithm):
     (`top_component`)."""
     name = "fedem"
 
-    def __init__(self, num_clusters: int = 3, client_fraction: float = 1.0, local_predictor: str = "mixture"):
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 local_predictor: Annotated[str, OneOf(LOCAL_PREDICTORS)] = "mixture"):
         if local_predictor not in LOCAL_PREDICTORS:
             raise ConfigError(f"algorithm.local_predictor={local_predictor!r} is unknown; allowed: {list(LOCAL_PREDICTORS)}")
         if not 0 < client_fraction <= 1:

@@ -1,6 +1,6 @@
 """FedPAC (Xu, Tong, Huang, ICLR 2023): a shared feature extractor aligned to global class
 centroids, and per-client classifier heads combined with weights from a quadratic program."""
-from typing import List, Optional, Tuple
+from typing import Annotated, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -8,6 +8,7 @@ import torch
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .clustered import check_choice
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
@@ -116,8 +117,9 @@ class FedPAC(Algorithm):
     keep_client_state = False
     num_clusters = 0
 
-    def __init__(self, lam: float = 1.0, head_epochs: Optional[int] = 1, weighting: str = "clients",
-                 eps: float = 1e-3, client_fraction: float = 1.0):
+    def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0, head_epochs: Optional[int] = 1,
+                 weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients", eps: float = 1e-3,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         check_choice("weighting", weighting, WEIGHTINGS)
         for key, value, ok, allowed in (("lam", lam, lam >= 0, ">= 0"),
                                         ("head_epochs", head_epochs, head_epochs is None or head_epochs >= 0,

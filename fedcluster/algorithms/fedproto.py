@@ -1,7 +1,7 @@
 """FedProto (Tan et al., AAAI 2022): clients share class prototypes (mean feature vectors), not
 model parameters; local training pulls features to the global prototypes; prediction is by the
 nearest global prototype."""
-from typing import Tuple
+from typing import Annotated, Tuple
 
 import torch
 
@@ -9,6 +9,7 @@ from ..engine.forward import outputs_paired
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan
 from .clustered import check_choice
 
@@ -34,7 +35,7 @@ def class_means(feats: torch.Tensor, y: torch.Tensor, C: int) -> Tuple[torch.Ten
     return sums / counts.clamp_min(1)[:, None], counts
 
 
-def aggregate_prototypes(local: torch.Tensor, counts: torch.Tensor, weighting: str = "clients"):
+def aggregate_prototypes(local: torch.Tensor, counts: torch.Tensor, weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients"):
     """Global prototypes from the clients' [M, C, D] and their class counts [M, C]: per class the
     mean over the clients that have it, unweighted (`clients`, PFLlib's serverproto.py
     proto_aggregation) or weighted by their samples of that class (`samples`, the paper's eq. 3).
@@ -69,7 +70,9 @@ class FedProto(Algorithm):
     keep_client_state = True
     num_clusters = 0
 
-    def __init__(self, lam: float = 1.0, weighting: str = "clients", client_fraction: float = 1.0):
+    def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0,
+                 weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients",
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         check_choice("weighting", weighting, WEIGHTINGS)
         if lam < 0 or not 0 < client_fraction <= 1:
             raise ConfigError(f"FedProto needs lam >= 0 and 0 < client_fraction <= 1; got {lam}, {client_fraction}")

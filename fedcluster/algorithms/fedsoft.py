@@ -1,9 +1,12 @@
 """FedSoft (Ruan & Joe-Wong, AAAI 2022), Algorithm 1."""
+from typing import Annotated
+
 import torch
 
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import Proximal
+from ..settings import AtLeast, Between
 from .base import Algorithm, Federation, RoundPlan
 
 
@@ -40,8 +43,10 @@ class FedSoft(Algorithm):
       with a large v_sk can count several times in c_s and few wrong-group clients get in."""
     name = "fedsoft"
 
-    def __init__(self, num_clusters: int = 2, lam: float = 1.0, tau: int = 2, selection_size: int = 60,
-                 smoother: float = 1e-4, replacement: bool = False, keep_client_state: bool = True):
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 1.0,
+                 tau: Annotated[int, AtLeast(1)] = 2, selection_size: Annotated[int, AtLeast(1)] = 60,
+                 smoother: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 1e-4,
+                 replacement: bool = False, keep_client_state: bool = True):
         if tau < 1:
             raise ConfigError(f"algorithm.tau={tau} must be >= 1")
         if not 0 < smoother < 1:

@@ -1,9 +1,12 @@
 """FeSEM (Xie, Long et al., 'Multi-center federated learning', 2021)."""
+from typing import Annotated
+
 import torch
 
 from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import Proximal
+from ..settings import AtLeast, Count, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
@@ -35,8 +38,9 @@ class FeSEM(ClusteredAlgorithm):
     would make the step size depend on the number of clients (plain SGD on the objective)."""
     name = "fesem"
 
-    def __init__(self, num_clusters: int = 2, lam: float = 0.01, distance_on: str = "all",
-                 kmeans_iters: int = 10, local_rounds: int = 1):
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 0.01,
+                 distance_on: Annotated[str, OneOf(DISTANCES)] = "all", kmeans_iters: Annotated[int, AtLeast(1)] = 10,
+                 local_rounds: Annotated[int, Count] = 1):
         check_choice("distance_on", distance_on, DISTANCES)
         if lam < 0 or kmeans_iters < 1 or local_rounds < 1:
             raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, local_rounds >= 1; got {lam}, "

@@ -1,13 +1,14 @@
 """FlexCFL (Duan et al., TPDS 2022): groups from the decomposed cosine similarity of pre-training
 updates, cold start of new clients, migration of clients whose data shift, optional inter-group
 aggregation."""
-from typing import Optional
+from typing import Annotated, Optional
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
+from ..settings import AtLeast, Between
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 from .kmeans import flatten, kmeans_plus_plus, weighted_kmeans
@@ -73,8 +74,9 @@ class FlexCFL(ClusteredAlgorithm):
     name = "flexcfl"
     init = "identical"
 
-    def __init__(self, num_clusters: int = 2, pretrain_scale: int = 20, group_agg_lr: float = 0.0,
-                 client_fraction: float = 1.0, kmeans_iters: int = 20, migration: bool = True):
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, pretrain_scale: int = 20,
+                 group_agg_lr: float = 0.0, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 kmeans_iters: Annotated[int, AtLeast(1)] = 20, migration: bool = True):
         if pretrain_scale < 1 or group_agg_lr < 0 or kmeans_iters < 1 or not 0 < client_fraction <= 1:
             raise ConfigError(f"FlexCFL needs pretrain_scale >= 1, group_agg_lr >= 0, kmeans_iters >= 1, "
                               f"0 < client_fraction <= 1; got {pretrain_scale}, {group_agg_lr}, {kmeans_iters}, "

@@ -1,8 +1,11 @@
 """IFCA (Ghosh et al., NeurIPS 2020), model-averaging variant."""
+from typing import Annotated
+
 import torch
 
 from ..engine.forward import losses_on_clients, outputs_paired
 from ..models.stacked import Stack, repeat
+from ..settings import AtLeast, Between, OneOf
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm, check_choice
 
@@ -41,8 +44,11 @@ class IFCA(ClusteredAlgorithm):
     Under CAM the pick is by the loss of the additive model h + f (`local_outputs_beside`)."""
     name = "ifca"
 
-    def __init__(self, num_clusters: int = 2, client_fraction: float = 1.0, update: str = "mean",
-                 init: str = "independent", first_round: str = "evaluation", eval_assignment: str = "evaluated_data"):
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 update: Annotated[str, OneOf(UPDATES)] = "mean", init: Annotated[str, OneOf(INITS)] = "independent",
+                 first_round: Annotated[str, OneOf(FIRST_ROUNDS)] = "evaluation",
+                 eval_assignment: Annotated[str, OneOf(EVAL_ASSIGNMENTS)] = "evaluated_data"):
         check_choice("update", update, UPDATES)
         check_choice("eval_assignment", eval_assignment, EVAL_ASSIGNMENTS)
         check_choice("init", init, INITS)

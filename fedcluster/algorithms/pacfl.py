@@ -1,12 +1,13 @@
 """PACFL (Vahidian et al., AAAI 2023): one-shot clustering of clients before training, from the
 principal angles between their data subspaces, then FedAvg within each cluster."""
-from typing import Optional
+from typing import Annotated, Optional
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..settings import AtLeast, Between, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
 
@@ -28,7 +29,7 @@ def client_basis(x: torch.Tensor, y: Optional[torch.Tensor], n_basis: int, per_c
     return torch.cat(blocks, dim=1)
 
 
-def angle_matrix(bases, angle: str = "principal") -> np.ndarray:
+def angle_matrix(bases, angle: Annotated[str, OneOf(ANGLES)] = "principal") -> np.ndarray:
     """[N, N] proximity of clients, in degrees. `principal`: the smallest principal angle between
     the subspaces the two signatures span (arccos of the largest singular value of Q_i^T Q_j with
     Q orthonormal bases; the paper's definition, independent of the singular vectors' signs).
@@ -48,7 +49,7 @@ def angle_matrix(bases, angle: str = "principal") -> np.ndarray:
 
 
 def hierarchical_clusters(A: np.ndarray, threshold: Optional[float], num_clusters: Optional[int],
-                          linkage: str = "average") -> np.ndarray:
+                          linkage: Annotated[str, OneOf(tuple(LINKAGES))] = "average") -> np.ndarray:
     """[N] cluster ids 0..K-1 by agglomerative clustering of the angle matrix: merging stops when
     the closest two clusters are more than `threshold` degrees apart (PACFL's beta), or, with
     threshold None, at `num_clusters` clusters. `average` is the authors' update
@@ -86,9 +87,10 @@ class PACFL(ClusteredAlgorithm):
     name = "pacfl"
     init = "identical"
 
-    def __init__(self, num_clusters: Optional[int] = None, threshold: Optional[float] = None, n_basis: int = 3,
-                 angle: str = "principal", linkage: str = "average", per_class: bool = True,
-                 client_fraction: float = 1.0):
+    def __init__(self, num_clusters: Annotated[Optional[int], AtLeast(1)] = None, threshold: Optional[float] = None,
+                 n_basis: int = 3, angle: Annotated[str, OneOf(ANGLES)] = "principal",
+                 linkage: Annotated[str, OneOf(tuple(LINKAGES))] = "average", per_class: bool = True,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         check_choice("angle", angle, ANGLES)
         check_choice("linkage", linkage, tuple(LINKAGES))
         if n_basis < 1 or (threshold is not None and threshold < 0) or not 0 < client_fraction <= 1:

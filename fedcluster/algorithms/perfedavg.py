@@ -1,5 +1,7 @@
 """Per-FedAvg (Fallah et al., NeurIPS 2020): FedAvg of a model-agnostic meta-learning objective;
 each client personalises the global model with one gradient step on its own data."""
+from typing import Annotated
+
 import torch
 from torch.func import functional_call, grad
 
@@ -7,6 +9,7 @@ from ..engine.losses import per_sample_loss
 from ..engine.terms import MetaStep
 from ..errors import ConfigError
 from ..models.stacked import repeat
+from ..settings import MAX_BATCH, AtLeast, Between, OneOf, Positive
 from .base import Algorithm
 from .clustered import check_choice
 from .fedavg import FedAvg
@@ -27,8 +30,10 @@ class PerFedAvg(FedAvg):
     as flgo's implementation)."""
     name = "perfedavg"
 
-    def __init__(self, alpha: float = 0.001, variant: str = "fo", delta: float = 1e-3, batch_size: int = 10,
-                 eval_batch: int = 10, client_fraction: float = 1.0):
+    def __init__(self, alpha: Annotated[float, Positive] = 0.001, variant: Annotated[str, OneOf(VARIANTS)] = "fo",
+                 delta: Annotated[float, Positive] = 1e-3, batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
+                 eval_batch: Annotated[int, AtLeast(1)] = 10,
+                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         super().__init__(client_fraction)
         check_choice("variant", variant, VARIANTS)
         parts = 2 if variant == "fo" else 3

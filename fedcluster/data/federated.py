@@ -87,6 +87,9 @@ def federate(source, partition, seed: int, fits=None) -> FederatedData:
     the labels of its labelled pools (`SourceView`), never the samples. `fits(clients,
     train_width, test_width)` checks the memory before any sample is gathered."""
     view = SourceView(source)
+    bound = partition.size_bound()
+    if fits is not None and bound is not None:   # known from the settings alone: checked before allocating
+        fits(*bound)
     alloc = partition.allocate(view, generator(seed, "partition"))
     if fits is not None:
         fits(alloc.num_clients, *alloc.widths())

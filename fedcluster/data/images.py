@@ -5,12 +5,13 @@ A distribution is a sub-dataset (e.g. EMNIST upper-case letters) seen at a rotat
 get disjoint shards of it, so no image appears in two distributions."""
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Dict, List, Optional, Sequence
+from typing import Annotated, Dict, List, Optional, Sequence
 
 import torch
 
 from ..errors import ConfigError
 from ..rng import generator
+from ..settings import AtLeast
 from .augment import CropFlip
 from .readers import READERS
 
@@ -86,8 +87,9 @@ class ImageSource:
     task = "classification"
 
     def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
-                 test_size: Optional[int] = None, seed: int = 0, reader_kwargs: Optional[dict] = None,
-                 train_size: Optional[int] = None, unsupervised: bool = False, augment: Optional[dict] = None):
+                 test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0,
+                 reader_kwargs: Optional[dict] = None, train_size: Annotated[Optional[int], AtLeast(1)] = None,
+                 unsupervised: bool = False, augment: Optional[dict] = None):
         if name not in READERS:
             raise ConfigError(f"dataset.name={name!r} is unknown; allowed: {sorted(READERS)}")
         self.specs = distribution_specs(name, distributions)

@@ -7,19 +7,22 @@ its numbers (Tables 1, 3) were made with variance 10 (std sqrt(10)), and Table 6
 "sigma0 = 1, 10, 50, 100" are variances too (at "100" its centers score 432-812; with a std of
 100 the MSE would be ~1e4). `theta_var` is therefore the paper's sigma0 as its code used it."""
 import math
+from typing import Annotated
 
 import torch
 
 from ..errors import ConfigError
 from ..rng import generator
+from ..settings import AtLeast, Positive
 
 
 class SyntheticRegression:
     task = "regression"
     num_classes = 0
 
-    def __init__(self, dim: int = 10, num_distributions: int = 2, theta_var: float = 10.0,
-                 noise_std: float = 1.0, test_size: int = 2000, seed: int = 0):
+    def __init__(self, dim: Annotated[int, AtLeast(1)] = 10, num_distributions: Annotated[int, AtLeast(1)] = 2,
+                 theta_var: Annotated[float, Positive] = 10.0, noise_std: Annotated[float, AtLeast(0)] = 1.0,
+                 test_size: Annotated[int, AtLeast(1)] = 2000, seed: Annotated[int, AtLeast(0)] = 0):
         if dim < 1 or num_distributions < 1 or test_size < 1:
             raise ConfigError(f"synthetic dataset needs dim, num_distributions, test_size >= 1; "
                               f"got dim={dim}, num_distributions={num_distributions}, test_size={test_size}")
@@ -92,8 +95,9 @@ class SeparatedRegression(SyntheticRegression):
     sigma << 1 (CLoVE §4). The appendix gives neither d nor sigma; defaults d = 10 (as the
     IFCA/FedSoft synthetic data) and sigma = 0.01."""
 
-    def __init__(self, dim: int = 10, num_distributions: int = 5, delta: float = 1.0, noise_std: float = 0.01,
-                 test_size: int = 2000, seed: int = 0):
+    def __init__(self, dim: Annotated[int, AtLeast(1)] = 10, num_distributions: Annotated[int, AtLeast(1)] = 5,
+                 delta: Annotated[float, Positive] = 1.0, noise_std: Annotated[float, AtLeast(0)] = 0.01,
+                 test_size: Annotated[int, AtLeast(1)] = 2000, seed: Annotated[int, AtLeast(0)] = 0):
         if not 0 < delta <= 2:
             raise ConfigError(f"dataset.delta={delta} must be in (0, 2]: unit vectors are at most 2 apart")
         super().__init__(dim, num_distributions, 1.0, noise_std, test_size, seed)

@@ -17,13 +17,14 @@ downloaded on these machines; put the files under `root`):
   release; the labels (binary sentiment) and the clusters (product categories) are the same."""
 import csv
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Annotated, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
+from ..settings import AtLeast
 
 AMAZON_DOMAINS = ("books", "dvd", "electronics", "kitchen")
 PAD, UNKNOWN = 0, 1
@@ -103,9 +104,10 @@ class TextSource:
     partitions, sample for mixture/cluster partitions)."""
     task = "classification"
 
-    def __init__(self, name: str, root: str = "data", vocab_size: int = 20000, max_len: int = 64,
-                 domains: Sequence[str] = AMAZON_DOMAINS, test_fraction: float = 0.2, train_size: Optional[int] = None,
-                 test_size: Optional[int] = None, seed: int = 0):
+    def __init__(self, name: str, root: str = "data", vocab_size: Annotated[int, AtLeast(1)] = 20000,
+                 max_len: Annotated[int, AtLeast(1)] = 64, domains: Sequence[str] = AMAZON_DOMAINS,
+                 test_fraction: float = 0.2, train_size: Annotated[Optional[int], AtLeast(1)] = None,
+                 test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0):
         if name not in ("ag_news", "amazon"):
             raise ConfigError(f"dataset.name={name!r} is not a text data set; allowed: ['ag_news', 'amazon']")
         if vocab_size < 1 or max_len < 1 or not 0 < test_fraction < 1:

@@ -2,19 +2,21 @@
 
 CLoVE names the architectures but gives no layer sizes; the widths below are our choice."""
 import math
-from typing import Sequence
+from typing import Annotated, Sequence
 
 import torch
 import torch.nn as nn
 
-from .init import check_sizes, initialize
+from ..settings import AtLeast, OneOf
+from .init import INITS, check_sizes, initialize
 
 
 class FCAutoencoder(nn.Module):
     """Fully connected autoencoder with a sigmoid output (CLoVE: MNIST/FMNIST), images in [0, 1].
     Encoder widths `hidden` (default 256, 64), mirrored in the decoder."""
 
-    def __init__(self, in_shape, num_outputs: int = 0, hidden: Sequence[int] = (256, 64), init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int = 0, hidden: Annotated[Sequence[int], AtLeast(1)] = (256, 64),
+                 init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         self.in_shape = tuple(in_shape)
         widths = [math.prod(in_shape), *check_sizes("hidden", hidden)]
@@ -36,7 +38,9 @@ class ConvAutoencoder(nn.Module):
     (CLoVE: CIFAR-10): two stride-2 3x3 convs (16, 32 channels), FC to `latent`, back by FC and
     two transposed convs. Needs height and width divisible by 4."""
 
-    def __init__(self, in_shape, num_outputs: int = 0, latent: int = 128, channels: Sequence[int] = (16, 32), init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int = 0, latent: Annotated[int, AtLeast(1)] = 128,
+                 channels: Annotated[Sequence[int], AtLeast(1)] = (16, 32),
+                 init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         c, h, w = in_shape
         channels = check_sizes("channels", channels, length=2)

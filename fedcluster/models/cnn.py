@@ -1,8 +1,11 @@
 """Convolutional networks for image distributions."""
+from typing import Annotated, Sequence
+
 import torch
 import torch.nn as nn
 
-from .init import check_sizes, initialize
+from ..settings import AtLeast, OneOf, Probability
+from .init import INITS, check_sizes, initialize
 from .pooling import MaxPool2x2
 
 
@@ -20,7 +23,7 @@ class LeNetCNN(nn.Module):
 
     LeNet-style; the benchmark's workload (b) and CLoVE's 'GenConvNet' shape."""
 
-    def __init__(self, in_shape, num_outputs: int, init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int, init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         c = in_shape[0]
         self.features = nn.Sequential(
@@ -47,7 +50,8 @@ class LettersCNN(nn.Module):
     authors' code applies ReLU and softmax after the class layer; we follow the paper's
     text (ReLU after the 512 layer) and return logits for cross-entropy."""
 
-    def __init__(self, in_shape, num_outputs: int, channels=(32, 64), hidden: int = 512, init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int, channels: Annotated[Sequence[int], AtLeast(1)] = (32, 64),
+                 hidden: Annotated[int, AtLeast(1)] = 512, init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         channels = check_sizes("channels", channels, length=2)
         (hidden,) = check_sizes("hidden", hidden)
@@ -72,7 +76,9 @@ class CifarCNN(nn.Module):
     """FedSoft's CIFAR-10 CNN (App. C): six 3x3 convs of 32, 64, 128, 128, 256, 256
     channels with ReLU, a 2x2 max-pool after every second conv, then FC 1024 -> 512 -> classes."""
 
-    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128, 128, 256, 256), init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int,
+                 channels: Annotated[Sequence[int], AtLeast(1)] = (32, 64, 128, 128, 256, 256),
+                 init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         channels = check_sizes("channels", channels)
         layers, c = [], in_shape[0]
@@ -102,7 +108,9 @@ class BatchNormCNN(nn.Module):
     channels) + batch norm + ReLU + 2x2 max-pool, then FC 256 + ReLU + dropout(0.5) + classes.
     Trained by the sequential engine: each client's copy keeps its own running statistics."""
 
-    def __init__(self, in_shape, num_outputs: int, channels=(32, 64, 128), hidden: int = 256, dropout: float = 0.5, init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int, channels: Annotated[Sequence[int], AtLeast(1)] = (32, 64, 128),
+                 hidden: Annotated[int, AtLeast(1)] = 256, dropout: Annotated[float, Probability] = 0.5,
+                 init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         channels = check_sizes("channels", channels)
         (hidden,) = check_sizes("hidden", hidden)

@@ -1,15 +1,17 @@
 """A small multilayer perceptron (FedSoft's MNIST MLP has one hidden layer of 200)."""
 import math
-from typing import Sequence
+from typing import Annotated, Sequence
 
 import torch
 import torch.nn as nn
 
-from .init import check_sizes, initialize
+from ..settings import AtLeast, OneOf
+from .init import INITS, check_sizes, initialize
 
 
 class MLP(nn.Module):
-    def __init__(self, in_shape, num_outputs: int, hidden: Sequence[int] = (200,), init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int, hidden: Annotated[Sequence[int], AtLeast(1)] = (200,),
+                 init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         layers, width = [], math.prod(in_shape)
         for h in check_sizes("hidden", hidden, allow_empty=True):   # []: a linear model

@@ -1,18 +1,21 @@
 """TextCNN (Kim 2014) for token-id inputs: CLoVE's AG News model ("a TextCNN with an embedding
 layer", App. B; sizes are not given there: ours are Kim's kernel widths 3/4/5 with 64 channels
 each and 64-dimensional embeddings, no dropout so the batched engine can train it)."""
-from typing import Sequence
+from typing import Annotated, Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .init import check_sizes, initialize
+from ..settings import AtLeast, OneOf
+from .init import INITS, check_sizes, initialize
 
 
 class TextCNN(nn.Module):
-    def __init__(self, in_shape, num_outputs: int, vocab_size: int = 20000, embed_dim: int = 64,
-                 kernel_sizes: Sequence[int] = (3, 4, 5), channels: int = 64, init: str = "xavier"):
+    def __init__(self, in_shape, num_outputs: int, vocab_size: Annotated[int, AtLeast(1)] = 20000,
+                 embed_dim: Annotated[int, AtLeast(1)] = 64,
+                 kernel_sizes: Annotated[Sequence[int], AtLeast(1)] = (3, 4, 5),
+                 channels: Annotated[int, AtLeast(1)] = 64, init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
         (vocab_size,) = check_sizes("vocab_size", vocab_size)
         (embed_dim,) = check_sizes("embed_dim", embed_dim)

@@ -4,7 +4,9 @@ positions in it), how each client's samples are transformed (rotations, relabell
 true clusters and the mixture. data/federated.py `federate` materialises it with a source; a
 partition never touches the samples themselves, so it never imports `data`.
 
-A pool is (split, distribution). `draws` says how each pool is read: a number n, n fresh
+The protocol: `allocate(view, g) -> Allocation`, and `size_bound()`: (clients, largest training
+and local test sizes) when the settings alone bound them, else None; the memory check reads it
+before allocating. A pool is (split, distribution). `draws` says how each pool is read: a number n, n fresh
 samples drawn from the distribution (mixture partitions: the source may generate them); None,
 the source's whole labelled pool of that split (label partitions, in the source's order)."""
 from dataclasses import dataclass

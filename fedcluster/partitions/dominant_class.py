@@ -1,7 +1,10 @@
 """CLoVE's label skew 4: each cluster dominated by one class (conf/partition/label_skew4.yaml)."""
+from typing import Annotated
+
 import numpy as np
 
 from ..errors import ConfigError
+from ..settings import Fraction, OneOf
 from .skews import ClusterSkew, class_members
 
 
@@ -19,7 +22,8 @@ class LabelSkew4(ClusterSkew):
     from their cluster's pool, so about 2/3 of each client's data is its dominant class."""
     name = "label_skew4"
 
-    def __init__(self, uniform_share: float = 0.334, uniform_over: str = "others", shuffle_classes: bool = False,
+    def __init__(self, uniform_share: Annotated[float, Fraction] = 0.334,
+                 uniform_over: Annotated[str, OneOf("others", "all")] = "others", shuffle_classes: bool = False,
                  **kw):
         super().__init__(**kw)
         if not 0 <= uniform_share <= 1:

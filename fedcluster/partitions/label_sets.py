@@ -3,11 +3,12 @@ How each class is split over the clusters holding it is one component, `LabelSet
 the three skews own (composition: each skew declares all its settings in its signature)."""
 import math
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..settings import AtLeast, Fraction, Positive
 from .shares import dirichlet
 from .skews import ClusterSkew, class_members
 
@@ -91,9 +92,10 @@ class LabelSkew1(ClusterSkew):
     random class permutation instead (our earlier construction)."""
     name = "label_skew1"
 
-    def __init__(self, classes_per_cluster: int = 2, shuffle_classes: bool = False, min_cluster_fraction: float = 0.0,
-                 min_cluster_test_fraction: float = 0.0, alpha: float = 0.5, reserve_fraction: float = 0.1,
-                 test_follows_train: bool = False, **kw):
+    def __init__(self, classes_per_cluster: Annotated[int, AtLeast(1)] = 2, shuffle_classes: bool = False,
+                 min_cluster_fraction: Annotated[float, Fraction] = 0.0,
+                 min_cluster_test_fraction: Annotated[float, Fraction] = 0.0, alpha: Annotated[float, Positive] = 0.5,
+                 reserve_fraction: Annotated[float, Fraction] = 0.1, test_follows_train: bool = False, **kw):
         # A cluster's pool is all of its classes, whatever the draws: exp203's minimum pool
         # (6,000 / 750) holds for any two classes; we only require what the clients need.
         super().__init__(**kw)
@@ -153,8 +155,11 @@ class LabelSkew2(ClusterSkew):
     Clients draw IID from their cluster's pool."""
     name = "label_skew2"
 
-    def __init__(self, classes_per_cluster: int = 4, shared_classes: int = 2, min_cluster_fraction: float = 0.085,
-                 min_cluster_test_fraction: float = 0.051, alpha: float = 0.5, reserve_fraction: float = 0.1,
+    def __init__(self, classes_per_cluster: Annotated[int, AtLeast(1)] = 4,
+                 shared_classes: Annotated[int, AtLeast(0)] = 2,
+                 min_cluster_fraction: Annotated[float, Fraction] = 0.085,
+                 min_cluster_test_fraction: Annotated[float, Fraction] = 0.051,
+                 alpha: Annotated[float, Positive] = 0.5, reserve_fraction: Annotated[float, Fraction] = 0.1,
                  test_follows_train: bool = False, **kw):
         super().__init__(**kw)
         self.pooling = LabelSetPools(alpha, reserve_fraction, min_cluster_fraction, min_cluster_test_fraction,
@@ -187,8 +192,9 @@ class LabelSkew3(ClusterSkew):
     the clients ... by Dirichlet" happens between clusters in the code)."""
     name = "label_skew3"
 
-    def __init__(self, shuffle_classes: bool = False, min_cluster_fraction: float = 0.1,
-                 min_cluster_test_fraction: float = 0.075, alpha: float = 0.5, reserve_fraction: float = 0.1,
+    def __init__(self, shuffle_classes: bool = False, min_cluster_fraction: Annotated[float, Fraction] = 0.1,
+                 min_cluster_test_fraction: Annotated[float, Fraction] = 0.075,
+                 alpha: Annotated[float, Positive] = 0.5, reserve_fraction: Annotated[float, Fraction] = 0.1,
                  test_follows_train: bool = False, **kw):
         super().__init__(**kw)
         self.pooling = LabelSetPools(alpha, reserve_fraction, min_cluster_fraction, min_cluster_test_fraction,

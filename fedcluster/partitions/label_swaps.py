@@ -1,9 +1,10 @@
 """CLoVE's concept shift: each cluster swaps its own pairs of labels (conf/partition/concept_shift.yaml)."""
-from typing import List, Optional, Sequence, Tuple
+from typing import Annotated, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..settings import AtLeast
 from .skews import ClusterSkew, class_members
 
 # exp111 (concept shift): each cluster swaps the label pairs (a0, a1), (a2, a3) of its list.
@@ -23,7 +24,8 @@ class ConceptShift(ClusterSkew):
     name = "concept_shift"
 
     def __init__(self, swaps: Optional[Sequence[Sequence[int]]] = tuple(map(tuple, AUTHORS_SWAPS)),
-                 class_samples_per_cluster: int = 1250, test_class_samples_per_cluster: int = 200, **kw):
+                 class_samples_per_cluster: Annotated[int, AtLeast(1)] = 1250,
+                 test_class_samples_per_cluster: Annotated[int, AtLeast(1)] = 200, **kw):
         super().__init__(**kw)
         if class_samples_per_cluster < 1 or test_class_samples_per_cluster < 1:
             raise ConfigError(f"partition.class_samples_per_cluster={class_samples_per_cluster} and "

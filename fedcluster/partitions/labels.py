@@ -9,12 +9,13 @@ largest clients; no rejection sampling, so tiny alpha or many clients cannot han
 
 Cluster-wise partitions keep each client's ground-truth cluster (for ARI); client-wise
 ones have no clusters (truth = None)."""
-from typing import Optional, Tuple
+from typing import Annotated, Optional, Tuple
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..settings import AtLeast, Positive, Probability
 from .allocation import Allocation
 from .shares import LabelSplit, check_val_fraction, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
@@ -23,7 +24,8 @@ class LabelPartition:
     """Base: subclasses define `shares(num_classes, rng) -> (shares [C, m], truth or None)`."""
     name = "labels"
 
-    def __init__(self, num_clients: int = 200, min_samples: int = 10, val_fraction: float = 0.1):
+    def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 200, min_samples: Annotated[int, AtLeast(1)] = 10,
+                 val_fraction: Annotated[float, Probability] = 0.1):
         if num_clients < 1:
             raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
         if min_samples < 1:
@@ -37,6 +39,11 @@ class LabelPartition:
 
     def shares(self, num_classes: int, rng: np.random.Generator) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         raise NotImplementedError
+
+    def size_bound(self):
+        """None: a label partition's sizes follow from the pool it splits (checked after `split`;
+        `allocate` refuses more clients than the pool can give min_samples each, before splitting)."""
+        return None
 
     def allocate(self, view, g: torch.Generator) -> Allocation:
         """The partition protocol (partitions/allocation.py): one labelled pool split over the
@@ -75,7 +82,7 @@ class DirichletLabels(LabelPartition):
     Dirichlet(alpha). Fed-CAM Table 2: alpha = 0.1."""
     name = "dirichlet"
 
-    def __init__(self, alpha: float = 0.1, **kw):
+    def __init__(self, alpha: Annotated[float, Positive] = 0.1, **kw):
         super().__init__(**kw)
         if alpha <= 0:
             raise ConfigError(f"partition.alpha={alpha} must be > 0")
@@ -89,7 +96,7 @@ class ClusterPartition(LabelPartition):
     """A label partition with K true clusters: clients 0..m/K-1 form cluster 0, the next m/K
     cluster 1, and so on (the base of the cluster-wise label partitions and CLoVE's skews)."""
 
-    def __init__(self, num_clusters: Optional[int] = None, **kw):
+    def __init__(self, num_clusters: Annotated[Optional[int], AtLeast(1)] = None, **kw):
         super().__init__(**kw)
         if num_clusters is None:
             raise ConfigError(f"partition={self.name} needs the number of clusters: set num_clusters=K")
@@ -113,7 +120,8 @@ class ClusteredDirichletLabels(ClusterPartition):
     Dirichlet(alpha_client)."""
     name = "cluster_dirichlet"
 
-    def __init__(self, alpha_cluster: float = 0.1, alpha_client: float = 10.0, **kw):
+    def __init__(self, alpha_cluster: Annotated[float, Positive] = 0.1,
+                 alpha_client: Annotated[float, Positive] = 10.0, **kw):
         super().__init__(**kw)
         if alpha_cluster <= 0 or alpha_client <= 0:
             raise ConfigError(f"partition.alpha_cluster={alpha_cluster} and alpha_client={alpha_client} must be > 0")
@@ -137,7 +145,7 @@ class NClassLabels(LabelPartition):
     distinct classes at random; a class's samples are split equally among its holders."""
     name = "nclass"
 
-    def __init__(self, classes_per_client: int = 2, **kw):
+    def __init__(self, classes_per_client: Annotated[int, AtLeast(1)] = 2, **kw):
         super().__init__(**kw)
         self.classes_per_client = classes_per_client
 
@@ -158,7 +166,8 @@ class ClusteredNClassLabels(ClusterPartition):
     classes_per_client of its cluster's classes at random."""
     name = "cluster_nclass"
 
-    def __init__(self, classes_per_cluster: int = 3, classes_per_client: int = 2, **kw):
+    def __init__(self, classes_per_cluster: Annotated[int, AtLeast(1)] = 3,
+                 classes_per_client: Annotated[int, AtLeast(1)] = 2, **kw):
         super().__init__(**kw)
         if not 1 <= classes_per_client <= classes_per_cluster:
             raise ConfigError(f"partition needs 1 <= classes_per_client <= classes_per_cluster; got "

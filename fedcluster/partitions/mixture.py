@@ -5,10 +5,12 @@ and its sample counts n_ks = round(u_ks * n_k) with n_k ~ U[min_samples, max_sam
 client also gets a held-out local test split of round(local_test_fraction * n_k) samples
 drawn from the same mixture."""
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 
 from ..errors import ConfigError
+from ..settings import AtLeast, Between, Fraction, Probability
 from .allocation import Allocation
 from .shares import check_val_fraction
 
@@ -36,8 +38,10 @@ class Partition:
     name = "partition"
     needs_two = False
 
-    def __init__(self, num_clients: int = 100, min_samples: int = 100, max_samples: int = 200,
-                 local_test_fraction: float = 0.2, val_fraction: float = 0.1):
+    def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 100, min_samples: Annotated[int, AtLeast(1)] = 100,
+                 max_samples: Annotated[int, AtLeast(1)] = 200,
+                 local_test_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 0.2,
+                 val_fraction: Annotated[float, Probability] = 0.1):
         if num_clients < 1:
             raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
         if not 1 <= min_samples <= max_samples:
@@ -50,6 +54,11 @@ class Partition:
 
     def mixture(self, num_distributions: int, g: torch.Generator) -> torch.Tensor:
         raise NotImplementedError
+
+    def size_bound(self):
+        """(clients, most training samples of a client, most local test samples): the largest data
+        these settings can allocate, checked against the memory before anything is drawn."""
+        return self.num_clients, self.max_samples, max(1, round(self.max_samples * self.local_test_fraction))
 
     def allocate(self, view, g: torch.Generator) -> Allocation:
         """The partition protocol (partitions/allocation.py): a mixture of the source's
@@ -84,7 +93,7 @@ class TwoGroupMix(Partition):
     """'a:b' partition: half the clients hold minor:major of (D_A, D_B), the other half major:minor."""
     needs_two = True
 
-    def __init__(self, minor: float = 0.1, **kw):
+    def __init__(self, minor: Annotated[float, Between(0, 0.5)] = 0.1, **kw):
         super().__init__(**kw)
         if not 0 <= minor <= 0.5:
             raise ConfigError(f"partition.minor={minor} must be in [0, 0.5]")

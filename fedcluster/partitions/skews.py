@@ -23,12 +23,13 @@ cluster's pool is the whole data set, rotated).
 The skews: label_sets.py (labels 1-3: clusters by label sets), dominant_class.py (label 4),
 rotations.py (feature skew), label_swaps.py (concept shift). Each derives from `ClusterSkew`
 and declares all of its own settings in its signature."""
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..settings import AtLeast
 from .labels import ClusterPartition
 from .shares import LabelSplit, numpy_rng
 
@@ -44,8 +45,10 @@ class ClusterSkew(ClusterPartition):
     indices); they may set `quarter_turns()` or `label_maps(C, rng)`."""
     name = "skew"
 
-    def __init__(self, samples_per_client: int = 500, test_samples_per_client: Optional[int] = 100,
-                 num_clusters: Optional[int] = None, default_clusters: int = 4, min_samples: int = 1, **kw):
+    def __init__(self, samples_per_client: Annotated[int, AtLeast(1)] = 500,
+                 test_samples_per_client: Annotated[Optional[int], AtLeast(1)] = 100,
+                 num_clusters: Annotated[Optional[int], AtLeast(1)] = None,
+                 default_clusters: Annotated[int, AtLeast(1)] = 4, min_samples: Annotated[int, AtLeast(1)] = 1, **kw):
         """num_clusters: K (the run's top-level num_clusters); null: default_clusters, this
         skew's usual K, which then becomes the run's K. test_samples_per_client null: as the
         authors' code, min(samples_per_client, the cluster's test pool // its clients).

@@ -1,0 +1,132 @@
+"""`fedcluster show group=option`: an option's settings, each with its value in the composed config,
+its type, the default its class declares and the values it allows, read from the same signature
+the config's schema and checks come from (schema.py, settings.py). `fedcluster show` lists the
+groups and their options; `fedcluster show group` one group's options with their descriptions."""
+import inspect
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "logger")
+USAGE = "usage: fedcluster show [group[=option]] [key=value ...]   e.g. fedcluster show algorithm=fedsoft"
+
+
+def description(path: Path) -> str:
+    """The leading comment of an option's yaml, as one paragraph."""
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(lines)
+
+
+def type_name(annotation, default) -> str:
+    from .schema import config_type
+    from .settings import unwrap
+    bare = unwrap(annotation)[0]
+    if bare is inspect.Parameter.empty:
+        return "any"
+    kind = config_type(bare, None if default is inspect.Parameter.empty else default)
+    text = kind.__name__ if isinstance(kind, type) else str(kind).replace("typing.", "")
+    return text.replace("Any", "any")
+
+
+def shown(raw, resolved) -> str:
+    """A setting's value: an interpolation with what it resolves to in this config."""
+    if isinstance(raw, dict):
+        return "(a config node)"
+    if isinstance(raw, str) and raw.startswith("${"):
+        return f"{raw} = {resolved!r}"
+    return repr(raw)
+
+
+def settings_table(cls, node) -> List[List[str]]:
+    from omegaconf import OmegaConf
+    from .schema import parameters, plain
+    from .settings import unwrap
+    raw = OmegaConf.to_container(node, resolve=False)
+    rows = [["setting", "value", "type", "class default", "allowed"]]
+    for p in parameters(cls):
+        if p.name not in raw:
+            continue
+        try:
+            resolved = node[p.name]
+        except Exception:   # noqa: BLE001 -- an interpolation this config cannot resolve
+            resolved = "?"
+        rules = unwrap(p.annotation)[1]
+        default = "(required)" if p.default is inspect.Parameter.empty else repr(plain(p.default))
+        rows.append([p.name, shown(raw[p.name], resolved), type_name(p.annotation, p.default), default,
+                     "; ".join(r.text for r in rules) or "-"])
+    return rows
+
+
+def aligned(rows: List[List[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def show(args: List[str], conf: Path) -> str:
+    """The text `fedcluster show <args>` prints; a ValueError for bad arguments."""
+    from omegaconf import OmegaConf
+    if not args:
+        lines = ["Config groups and their options (fedcluster show group=option for its settings):"]
+        for group in GROUPS:
+            lines.append(f"  {group:<10} {', '.join(sorted(f.stem for f in (conf / group).glob('*.yaml')))}")
+        return "\n".join(lines)
+    first, overrides = args[0], args[1:]
+    group, _, option = first.partition("=")
+    if group not in GROUPS:
+        raise ValueError(f"{group!r} is not a config group; allowed: {list(GROUPS)}")
+    options = sorted(f.stem for f in (conf / group).glob("*.yaml"))
+    if not option:
+        return "\n".join([f"{group} options (fedcluster show {group}=<option> for its settings):"] +
+                         [f"  {o:<20} {description(conf / group / (o + '.yaml'))}" for o in options])
+    if option not in options:
+        raise ValueError(f"{group}={option} is not an option; allowed: {options}")
+    cfg = compose([f"+{first}" if group == "logger" else first] + overrides, conf)
+    node = cfg[group][option] if group == "logger" else cfg[group]
+    values = OmegaConf.to_container(node, resolve=False)
+    from hydra.utils import get_class
+    cls = get_class(values["_target_"])
+    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")   # the class's own, not a base's
+    lines = [f"{group}={option}: {description(conf / group / (option + '.yaml'))}",
+             f"class {values['_target_']}" + (f" (settings from the class's signature)" if doc else ""), ""]
+    if doc:
+        lines += ["  " + line for line in doc.split("\n\n")[0].splitlines()] + [""]
+    lines.append(aligned(settings_table(cls, node)))
+    nested = [k for k, v in values.items() if isinstance(v, dict) and "_target_" in v]
+    for key in nested:
+        inner = get_class(values[key]["_target_"])
+        lines += ["", f"{group}.{key} ({values[key]['_target_']}):", aligned(settings_table(inner, node[key]))]
+    lines += ["", "value: in the composed config, with the overrides given (${...}: taken from another setting). "
+                  f"Change one with {group}.<setting>=<value>."]
+    return "\n".join(lines)
+
+
+def compose(overrides: List[str], conf: Path):
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from .config import register_schemas
+    register_schemas()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        return hydra_compose("config", overrides=overrides)
+
+
+def main(args: List[str], conf: Path) -> Optional[int]:
+    from .composition import one_line
+    try:
+        print(show(args, conf), flush=True)
+    except ValueError as e:
+        print(f"fedcluster: error: {e}\n{USAGE}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        sys.stderr.close()
+    except Exception as e:   # noqa: BLE001 -- a composition error (an unknown key or option) as one line
+        line = one_line(e, conf)
+        if line is None:
+            raise
+        print(f"fedcluster: error: {line}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,49 @@
+"""`fedcluster show`: an option's settings, from the signature its schema and checks come from."""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CONF
+from fedcluster.show import show
+
+
+def test_an_option_shows_every_setting_with_its_value_type_default_and_range():
+    text = show(["algorithm=fedsoft"], CONF)
+    row = next(line.split() for line in text.splitlines() if line.strip().startswith("smoother"))
+    assert row[1:] == ["0.0001", "float", "0.0001", "in", "(0,", "1)"]
+    assert any(line.split()[:2] == ["tau", "2"] for line in text.splitlines())
+
+
+def test_overrides_and_interpolations_show_the_value_the_run_would_get():
+    text = show(["algorithm=ifca", "num_clusters=7", "algorithm.update=eq6"], CONF)
+    assert "${num_clusters} = 7" in text and "'eq6'" in text and "one of mean, eq6" in text
+
+
+def test_a_nested_option_shows_its_base_algorithm_too():
+    text = show(["algorithm=ifca_cam"], CONF)
+    assert "algorithm.base (fedcluster.algorithms.IFCA)" in text
+
+
+def test_a_list_setting_shows_the_rule_of_each_entry():
+    assert any(line.split()[:3] == ["hidden", "[200]", "List[int]"] for line in show(["model=mlp"], CONF).splitlines())
+
+
+def test_groups_and_their_options_are_listed():
+    assert "label_skew1" in show([], CONF) and "label_skew1" in show(["partition"], CONF)
+
+
+@pytest.mark.parametrize("args,needle", [(["algorithms=ifca"], "'algorithms' is not a config group"),
+                                         (["algorithm=ifcaa"], "algorithm=ifcaa is not an option")])
+def test_a_bad_argument_is_a_value_error_naming_it(args, needle):
+    with pytest.raises(ValueError, match=needle):
+        show(args, CONF)
+
+
+def test_the_command_prints_it_and_a_bad_override_is_one_line():
+    ok = subprocess.run([sys.executable, "-m", "fedcluster.cli", "show", "partition=dirichlet"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "alpha" in ok.stdout and "> 0" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "fedcluster.cli", "show", "partition=dirichlet", "partition.alpah=1"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "alpah" in bad.stderr
