@@ -3,17 +3,16 @@ that takes it:
 
     def __init__(self, alpha: Annotated[float, Positive] = 0.5, update: Annotated[str, OneOf("mean", "sgd")] = "mean")
 
-One declaration serves three readers: the config check before a run (validate.py calls
-`check_node` on every node of the composed config that builds a class), the class itself when
-built directly (`check_args`), and `fedcluster show`, which prints each setting's type, default
-and allowed values. A rule on a list setting holds for each of its entries (model.hidden)."""
+One declaration serves the config check before a run (validate.py reads the rules of the class
+every config node builds, nested nodes included) and `fedcluster show`, which prints each
+setting's type, default and allowed values. A rule on a list setting holds for each of its
+entries (model.hidden). A class may still check what one value cannot say alone (min <= max)."""
 import inspect
 import math
 import typing
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from .errors import ConfigError
 
 MAX_COUNT = 10 ** 6   # rounds, epochs or steps above this are typos (weeks of training for the smallest model here)
 MAX_BATCH = 10 ** 5   # more samples than any client of the data sets here holds
@@ -89,24 +88,3 @@ def unwrap(annotation):
 
 def rules_of(params: List[inspect.Parameter]) -> Dict[str, List[Rule]]:
     return {p.name: unwrap(p.annotation)[1] for p in params if unwrap(p.annotation)[1]}
-
-
-def problems(rules: Dict[str, List[Rule]], values: dict, prefix: str = ""):
-    """The first rule broken by `values` (a node's settings), as a one-line error, or None."""
-    for name, value in values.items():
-        for rule in rules.get(name, ()):
-            for i, v in enumerate(value if isinstance(value, (list, tuple)) else [value]):
-                key = f"{prefix}{name}" + (f"[{i}]" if isinstance(value, (list, tuple)) else "")
-                found = rule.problem(key, v)
-                if found is not None:
-                    return found
-    return None
-
-
-def check_node(cls, values: dict, prefix: str) -> None:
-    """Raise ConfigError for the first setting of a config node (which builds `cls`) that its
-    signature's rules refuse."""
-    from .schema import parameters
-    found = problems(rules_of(parameters(cls)), values, prefix)
-    if found is not None:
-        raise ConfigError(found)

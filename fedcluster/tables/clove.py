@@ -8,6 +8,7 @@ from ..results.cells import DASH, Stat
 from ..results.runs import show, sort_key
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, unique, ari_at_rounds, ari_curve,
                      first_round_stat, index_cells, paper_label, pct_of_final_by, protocol_gaps)
+from .paper_numbers import by_setting, mean_std, reported
 
 
 # -- CLoVE (Tables 1, 2, 4, 5, 7-9), mean ± std over 3 seeds, columns MNIST, CIFAR-10, FMNIST.
@@ -16,164 +17,31 @@ CLOVE_DATASETS = ("mnist", "cifar10", "fashion_mnist")
 
 CLOVE_METHODS = ("fedavg", "local", "perfedavg", "fedproto", "fedala", "fedpac", "cfl", "fesem", "flexcfl", "pacfl", "ifca", "clove")
 
-def _clove(text):
-    """'method: m±s m±s m±s' lines -> {(method, dataset): (mean, std)}; '-' = not reported."""
-    out = {}
-    for line in text.strip().splitlines():
-        method, cells = line.split(":")
-        for d, cell in zip(CLOVE_DATASETS, cells.split()):
-            if cell != "-":
-                mean, std = cell.split("±")
-                out[(method.strip(), d)] = (float(mean), float(std))
-    return out
+def _by_mixing(rows) -> dict:
+    """{mixing: {(method, dataset): (mean, std)}} of rows of one metric (paper_numbers.csv)."""
+    return {mixing: mean_std(block) for mixing, block in by_setting(rows).items()}
 
-CLOVE_ACCURACY = {   # Tables 1 and 7: test accuracy (%), each client's assigned model on its own test data
-    "label_skew1": _clove("""fedavg: 87.4±0.9 34.0±3.6 64.7±1.2
-local: 99.5±0.1 85.4±1.6 98.8±0.1
-perfedavg: 97.8±0.2 75.0±0.7 97.0±0.1
-fedproto: 99.2±0.0 83.0±0.3 98.6±0.0
-fedpac: 94.4±0.7 78.3±0.4 91.7±1.2
-cfl: 82.5±21.8 87.4±0.4 65.8±22.4
-fesem: 73.2±0.8 11.2±1.6 41.8±0.7
-flexcfl: 99.4±0.0 73.2±0.3 99.0±0.1
-pacfl: 99.1±0.1 79.1±1.0 98.7±0.1
-fedala: 98.9±0.1 80.0±0.6 97.8±0.0
-ifca: 99.1±0.5 85.7±6.5 97.8±1.9
-clove: 99.8±0.0 90.5±0.1 99.1±0.0"""),
-    "concept_shift": _clove("""fedavg: 52.4±0.3 63.1±1.7 49.1±0.1
-local: 94.8±0.3 45.1±0.4 78.3±0.4
-perfedavg: 80.2±1.0 34.9±0.7 70.4±1.0
-fedproto: 95.0±0.4 40.8±0.3 78.4±0.3
-fedpac: 90.7±1.3 39.0±1.0 73.8±0.6
-cfl: 97.5±0.2 35.7±3.2 83.7±0.5
-fesem: 46.2±0.1 12.7±0.5 39.7±0.6
-flexcfl: 97.4±0.1 17.8±2.1 86.1±0.2
-pacfl: 93.3±0.1 26.8±1.2 72.6±1.2
-fedala: 96.7±0.2 42.0±1.0 81.1±0.3
-ifca: 80.0±0.2 52.7±4.7 67.0±6.2
-clove: 97.6±0.1 58.4±0.6 84.3±0.2"""),
-    "label_skew2": _clove("""fedavg: 76.4±0.3 47.7±4.0 55.2±1.6
-local: 94.2±0.2 55.9±1.8 86.1±0.4
-perfedavg: 94.9±0.6 48.2±0.9 78.2±1.0
-fedproto: 94.4±0.2 56.8±0.8 82.1±0.9
-fedpac: 91.9±0.5 40.7±5.2 77.6±1.2
-cfl: 97.3±0.3 62.1±0.4 87.2±1.2
-fesem: 89.1±1.6 15.3±2.5 51.4±0.2
-flexcfl: 95.6±0.3 43.6±0.6 88.7±0.2
-pacfl: 92.0±1.1 40.4±1.0 81.1±0.5
-fedala: 95.1±0.3 50.1±1.6 81.6±0.7
-ifca: 96.8±0.2 63.4±3.4 89.4±1.3
-clove: 97.1±0.3 66.8±2.3 90.1±0.3"""),
-    "feature_skew": _clove("""fedavg: 90.0±0.6 52.4±2.5 76.5±0.3
-local: 93.0±0.1 38.5±1.6 75.8±0.2
-perfedavg: 87.8±0.5 22.8±0.1 66.7±0.4
-fedproto: 92.3±0.3 34.1±0.2 74.0±0.3
-fedpac: 87.6±0.4 24.6±0.2 67.4±0.2
-cfl: 95.1±0.2 61.6±5.1 77.8±3.5
-fesem: 79.5±0.4 10.7±0.5 67.6±0.5
-flexcfl: 96.7±0.1 12.2±0.4 85.2±0.2
-pacfl: 89.3±0.1 17.1±0.6 70.6±0.6
-fedala: 90.2±0.6 22.3±0.4 68.1±0.5
-ifca: 95.9±2.0 50.8±7.0 83.5±0.3
-clove: 97.7±0.1 57.1±1.8 85.1±0.2"""),
-    "label_skew3": _clove("""fedavg: 99.0±0.0 84.1±0.5 88.8±0.3
-local: 85.9±0.6 41.1±1.5 71.1±0.4
-perfedavg: 95.3±0.3 41.6±0.7 74.9±0.7
-fedproto: 88.8±0.2 39.9±0.4 74.1±0.2
-fedpac: 95.6±0.2 41.4±0.6 75.5±0.8
-cfl: 97.9±0.1 61.2±0.6 84.3±1.2
-fesem: 94.0±0.2 13.3±0.2 72.2±1.9
-flexcfl: 92.2±0.3 20.8±0.5 79.7±0.5
-pacfl: 82.8±0.9 27.1±3.8 68.1±2.1
-fedala: 94.7±0.3 40.0±0.7 75.1±0.5
-ifca: 94.2±0.2 57.3±1.9 80.6±1.0
-clove: 94.2±0.2 56.9±0.5 79.5±0.5"""),
-    "label_skew4": _clove("""fedavg: 98.5±0.1 60.7±0.8 85.9±0.2
-local: 94.8±0.2 67.1±0.5 85.5±0.1
-perfedavg: 95.6±0.1 63.7±0.8 83.7±0.1
-fedproto: 93.3±0.2 45.3±0.7 76.5±0.3
-fedpac: 96.1±0.2 66.3±0.5 84.8±0.3
-cfl: 97.8±0.1 71.3±1.1 88.2±0.4
-fesem: 94.9±0.3 11.9±1.5 80.6±1.1
-flexcfl: 97.2±0.1 66.8±0.0 89.5±0.1
-pacfl: 93.4±0.2 67.4±0.3 84.1±0.2
-fedala: 96.8±0.1 69.8±0.3 87.3±0.1
-ifca: 98.0±0.1 64.3±0.9 89.4±0.2
-clove: 97.8±0.2 72.6±0.3 89.9±0.1"""),
-}
 
-# Table 3 (text): Amazon (one cluster per product category: partition `clustered`) and AG News
-# (label skew 2 with U=2, V=1), test accuracy (%).
-CLOVE_TEXT_ACCURACY = {
-    "clustered": {("fedavg", "amazon"): (99.0, 0.1), ("local", "amazon"): (81.2, 0.4), ("perfedavg", "amazon"): (87.7, 0.4), ("fedproto", "amazon"): (81.3, 0.1),
-                  ("fedala", "amazon"): (88.3, 0.3), ("fedpac", "amazon"): (88.2, 0.2),
-                  ("cfl", "amazon"): (87.7, 0.8), ("fesem", "amazon"): (50.9, 0.2), ("flexcfl", "amazon"): (84.1, 0.8),
-                  ("pacfl", "amazon"): (82.1, 0.3), ("ifca", "amazon"): (85.5, 0.5), ("clove", "amazon"): (86.8, 0.4)},
-    "label_skew2": {("fedavg", "ag_news"): (40.2, 0.1), ("local", "ag_news"): (51.4, 1.1), ("perfedavg", "ag_news"): (48.0, 1.1), ("fedproto", "ag_news"): (18.9, 1.5),
-                    ("fedala", "ag_news"): (49.6, 0.1), ("fedpac", "ag_news"): (42.4, 2.9),
-                    ("cfl", "ag_news"): (48.4, 2.7), ("fesem", "ag_news"): (19.1, 1.5), ("flexcfl", "ag_news"): (60.2, 5.5),
-                    ("pacfl", "ag_news"): (51.1, 1.9), ("ifca", "ag_news"): (51.3, 3.3), ("clove", "ag_news"): (55.1, 0.2)},
-}
+_IMAGES = pd.concat([reported("clove_images"), reported("clove_label_skews")])
+# Tables 1 and 7 (label skews 3-4): test accuracy (%), each client's assigned model on its own test
+# data; Table 3 (text): Amazon (one cluster per product category: partition `clustered`) and AG News
+# (label skew 2 with U=2, V=1), test accuracy (%); Tables 2 and 8: final ARI.
+CLOVE_ACCURACY = _by_mixing(_IMAGES[_IMAGES["metric"] == "accuracy"])
+CLOVE_TEXT_ACCURACY = _by_mixing(reported("clove_text", metric="accuracy"))
 for _mixing, _cells in CLOVE_TEXT_ACCURACY.items():
     CLOVE_ACCURACY.setdefault(_mixing, {}).update(_cells)
-
-CLOVE_ARI = {   # Tables 2 and 8
-    "label_skew1": _clove("""cfl: 0.71±0.20 1.00±0.00 0.86±0.20
-fesem: 0.18±0.00 0.00±0.00 0.00±0.00
-flexcfl: 1.00±0.00 1.00±0.00 1.00±0.00
-pacfl: 0.39±0.07 0.60±0.09 1.00±0.00
-ifca: 0.83±0.12 0.91±0.13 0.92±0.12
-clove: 1.00±0.00 1.00±0.00 1.00±0.00"""),
-    "concept_shift": _clove("""cfl: 1.00±0.00 0.00±0.00 1.00±0.00
-fesem: 0.00±0.00 0.00±0.00 0.00±0.00
-flexcfl: 1.00±0.00 0.22±0.24 1.00±0.00
-pacfl: -0.00±0.02 0.00±0.00 0.00±0.00
-ifca: 0.68±0.00 0.76±0.17 0.55±0.18
-clove: 1.00±0.00 1.00±0.00 1.00±0.00"""),
-    "label_skew2": _clove("""cfl: 0.00±0.00 0.72±0.00 0.57±0.00
-fesem: 0.18±0.00 0.00±0.00 0.00±0.00
-flexcfl: 1.00±0.00 1.00±0.00 1.00±0.00
-pacfl: 0.35±0.12 0.32±0.11 0.55±0.03
-ifca: 0.83±0.12 0.81±0.13 0.92±0.12
-clove: 1.00±0.00 1.00±0.00 1.00±0.00"""),
-    "feature_skew": _clove("""cfl: 0.48±0.00 0.89±0.15 0.16±0.23
-fesem: 0.00±0.00 0.00±0.00 0.00±0.00
-flexcfl: 1.00±0.00 0.11±0.08 1.00±0.00
-pacfl: 0.00±0.00 0.00±0.00 0.68±0.11
-ifca: 0.67±0.28 0.71±0.22 0.55±0.10
-clove: 1.00±0.00 1.00±0.00 1.00±0.00"""),
-    "label_skew3": _clove("""cfl: 0.00±0.00 0.77±0.18 0.00±0.00
-fesem: 0.18±0.00 0.00±0.00 0.00±0.00
-flexcfl: 1.00±0.00 1.00±0.00 1.00±0.00
-pacfl: 0.20±0.08 0.00±0.00 0.15±0.13
-ifca: 0.92±0.12 0.69±0.08 0.65±0.15
-clove: 1.00±0.00 1.00±0.00 1.00±0.00"""),
-    "label_skew4": _clove("""cfl: 0.00±0.00 0.61±0.03 0.29±0.02
-fesem: 0.12±0.00 0.00±0.00 0.11±0.02
-flexcfl: 1.00±0.00 1.00±0.00 1.00±0.00
-pacfl: 0.53±0.06 0.66±0.07 0.92±0.02
-ifca: 0.55±0.03 0.36±0.22 0.50±0.05
-clove: 0.60±0.10 1.00±0.00 0.95±0.07"""),
-}
+CLOVE_ARI = _by_mixing(_IMAGES[_IMAGES["metric"] == "ari"])
 
 # Tables 4 and 9, FMNIST column only: (% of final ARI reached in 10 rounds, first round with ARI >= 0.9).
 # None: a dash in the paper (never reached). Where the extracted text drops dashes, the column
 # was resolved from Table 2/8 (a setting whose final ARI is 0 cannot reach 0.9).
-CLOVE_CONVERGENCE_FMNIST = {
-    "label_skew1": {"cfl": (0.0, 28.3), "fesem": (0.0, None), "ifca": (91.7, 7.3), "clove": (100.0, 2.0)},
-    "concept_shift": {"cfl": (0.0, 43.0), "fesem": (0.0, None), "ifca": (100.0, 2.0), "clove": (100.0, 2.0)},
-    "label_skew2": {"cfl": (0.0, 25.3), "fesem": (0.0, None), "ifca": (100.0, 3.3), "clove": (100.0, 2.0)},
-    "feature_skew": {"cfl": (0.0, 73.7), "fesem": (0.0, None), "ifca": (100.0, 3.3), "clove": (100.0, 2.0)},
-    "label_skew3": {"cfl": (0.0, None), "fesem": (0.0, None), "ifca": (100.0, 3.3), "clove": (100.0, 2.0)},
-    "label_skew4": {"cfl": (0.0, 22.0), "fesem": (100.0, 1.0), "ifca": (100.0, 2.0), "clove": (100.0, 2.0)},
-}
-
-CLOVE_UNSUPERVISED = {   # Table 5: test reconstruction loss (MSE)
-    ("fedavg", "mnist"): 0.032, ("fedavg", "cifar10"): 0.026, ("fedavg", "fashion_mnist"): 0.030,
-    ("local", "mnist"): 0.019, ("local", "cifar10"): 0.022, ("local", "fashion_mnist"): 0.170,
-    ("ifca", "mnist"): 0.024, ("ifca", "cifar10"): 0.019, ("ifca", "fashion_mnist"): 0.020,
-    ("clove", "mnist"): 0.014, ("clove", "cifar10"): 0.021, ("clove", "fashion_mnist"): 0.016,
-}
+_PCT, _FIRST = (_IMAGES[_IMAGES["metric"] == m] for m in ("pct_final_ari_at_round_10", "first_round_ari_0.9"))
+CLOVE_CONVERGENCE_FMNIST = {mixing: {method: (pct[(method, "fashion_mnist")][0], first[(method, "fashion_mnist")][0])
+                                     for method, _ in pct}
+                            for mixing, pct, first in ((m, mean_std(b), mean_std(_FIRST[_FIRST["setting"] == m]))
+                                                       for m, b in by_setting(_PCT).items())}
+# Table 5: test reconstruction loss (MSE).
+CLOVE_UNSUPERVISED = {key: mean for key, (mean, _) in mean_std(reported("clove_unsupervised")).items()}
 
 # CLoVE §5 Training Settings: T = 100 rounds. Results: "the number of clients between 20 and
 # 100 ... In most cases, the training data size per client is set to 500" (clients per table

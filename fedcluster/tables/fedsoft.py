@@ -11,50 +11,45 @@ from ..results.cells import DASH, Stat
 from ..results.runs import Cell, Run, sort_key
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, paper_label,
                      paper_matched, protocol_gaps)
+from .paper_numbers import by_setting, matrix, reported
 
 
-FEDSOFT_TABLE1_SYNTHETIC_MSE = {   # Table 1, synthetic: MSE of c_0, c_1 on theta_0, theta_1
-    "mix_10_90": [[68.4, 29.5], [21.8, 58.6]],
-    "mix_30_70": [[44.2, 49.6], [41.3, 36.3]],
-    "linear": [[38.2, 59.1], [47.1, 27.8]],
-    "random": [[42.2, 60.6], [42.7, 27.0]],
-}
+# The reported numbers (paper_numbers.csv): Table 1, synthetic: MSE of c_0, c_1 on theta_0, theta_1
+# per partition; Table 3: 8 distributions, random partition; Table 6: random partition per sigma0,
+# the centers' MSE and local w-bar (on training data); Table 2 (EMNIST letters, lower vs upper
+# case): accuracy (%) of the center best on each distribution (with its index) and w-bar, the mean
+# local-model accuracy, which the authors' code measured on the clients' training data; Table 5
+# (letters, linear partition): accuracy (%) of c_0, c_1 on the lower / upper case test sets and
+# w-bar (training data) for lambda in {0, 0.1, 1}.
 
-FEDSOFT_TABLE3_SYNTHETIC_MSE = [   # Table 3: 8 distributions, random partition
-    [62.2, 62.7, 64.0, 63.2, 61.4, 57.6, 63.7, 61.9],
-    [65.0, 67.8, 69.4, 65.8, 64.3, 67.1, 64.2, 64.5],
-    [60.1, 59.9, 57.8, 58.6, 62.6, 63.2, 60.0, 59.9],
-    [96.8, 95.4, 96.8, 98.8, 93.2, 93.8, 95.3, 96.8],
-    [86.1, 89.8, 91.8, 87.3, 85.4, 86.6, 85.6, 84.9],
-    [161.2, 160.3, 156.0, 160.0, 164.7, 167.3, 162.0, 163.6],
-    [110.2, 106.7, 104.8, 109.0, 111.0, 107.8, 111.5, 110.1],
-    [34.5, 33.8, 34.8, 33.9, 34.2, 34.1, 34.4, 35.0],
-]
 
-FEDSOFT_TABLE6_SIGMA0 = {   # Table 6: random partition; centers' MSE and local w-bar (on training data)
-    1.0: {"centers": [[5.9, 4.2], [3.2, 4.6]], "local_train": 0.6},
-    10.0: {"centers": [[42.2, 60.6], [42.7, 27.0]], "local_train": 4.96},
-    50.0: {"centers": [[225.3, 89.9], [117.6, 89.9]], "local_train": 18.8},
-    100.0: {"centers": [[782.4, 454.4], [432.8, 812.0]], "local_train": 78.3},
-}
+def _centers_and_wbar(table: str, metric: str) -> dict:
+    """{setting (a float): {"centers": [[...]], "local_train": w-bar}}."""
+    out = {}
+    for setting, rows in by_setting(reported(table), float).items():
+        wbar = rows[rows["metric"] == f"local_train_{metric}"]["mean"].iloc[0]
+        out[setting] = {"centers": matrix(rows[rows["metric"] == metric]), "local_train": float(wbar)}
+    return out
 
-# FedSoft Table 2 (EMNIST letters, lower vs upper case): accuracy (%) of the center best on each
-# distribution (with its index) and w-bar, the mean local-model accuracy, which the authors' code
-# measured on the clients' training data.
-FEDSOFT_TABLE2_LETTERS = {
-    "mix_10_90": {"fedsoft": ((70.3, 1), (74.6, 0), 90.9), "ifca": ((58.5, 0), (61.3, 1), 65.2),
-                  "fedem": ((67.4, 1), (69.8, 1), 63.6)},
-    "linear": {"fedsoft": ((71.8, 0), (74.1, 1), 86.5), "ifca": ((55.4, 0), (57.2, 0), 62.9),
-               "fedem": ((65.9, 0), (69.0, 0), 62.4)},
-}
 
-# FedSoft Table 5 (letters, linear partition): accuracy (%) of c_0, c_1 on the lower / upper case
-# test sets and w-bar (training data) for lambda in {0, 0.1, 1}.
-FEDSOFT_TABLE5_LAMBDA = {
-    0.0: {"centers": [[48.4, 50.1], [47.7, 47.5]], "local_train": 72.7},
-    0.1: {"centers": [[71.8, 71.7], [73.9, 74.1]], "local_train": 86.5},
-    1.0: {"centers": [[55.1, 55.2], [58.7, 58.6]], "local_train": 63.6},
-}
+def _letters() -> dict:
+    """{partition: {method: ((c*_lo accuracy, its center), (c*_up accuracy, its center), w-bar)}}."""
+    out = {}
+    for partition, rows in by_setting(reported("fedsoft_table2")).items():
+        out[partition] = {}
+        for method in dict.fromkeys(rows["method"]):
+            mine = rows[rows["method"] == method]
+            best = mine[mine["metric"] == "best_center_accuracy"].sort_values("distribution")
+            lo, up = [(float(r["mean"]), int(r["center"])) for _, r in best.iterrows()]
+            out[partition][method] = (lo, up, float(mine[mine["metric"] == "local_train_accuracy"]["mean"].iloc[0]))
+    return out
+
+
+FEDSOFT_TABLE1_SYNTHETIC_MSE = {p: matrix(rows) for p, rows in by_setting(reported("fedsoft_table1_synthetic")).items()}
+FEDSOFT_TABLE3_SYNTHETIC_MSE = matrix(reported("fedsoft_table3_synthetic"))
+FEDSOFT_TABLE6_SIGMA0 = _centers_and_wbar("fedsoft_table6_sigma0", "mse")
+FEDSOFT_TABLE2_LETTERS = _letters()
+FEDSOFT_TABLE5_LAMBDA = _centers_and_wbar("fedsoft_table5", "accuracy")
 
 # FedSoft §5 ("we use N=100 clients, and the number of samples in each client n_k is chosen
 # uniformly at random from 100 to 200"); App. C: synthetic training "lasts for 50 global epochs",
