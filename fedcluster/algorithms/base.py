@@ -76,6 +76,10 @@ def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
 class Algorithm:
     name = "algorithm"
     keep_client_state = False   # True: each client's optimizer state persists across rounds
+    # The attributes that change from round to round and that a checkpoint saves (record.py): a
+    # resumed run restores them after `setup`, so everything else must follow from the config
+    # and the data. Declared by each class; tests/test_algorithm_state.py finds undeclared ones.
+    state: Tuple[str, ...] = ()
 
     def setup(self, fed: Federation) -> None:
         raise NotImplementedError
@@ -133,11 +137,13 @@ class Algorithm:
         return {}
 
     def state_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items() if isinstance(v, (torch.Tensor, dict)) and not k.startswith("_")}
+        """The declared `state` attributes that are set (None: not yet, e.g. before round 1)."""
+        return {k: getattr(self, k) for k in self.state if getattr(self, k, None) is not None}
 
     def load_state_dict(self, state: dict) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
+        for k in self.state:
+            if k in state:
+                setattr(self, k, state[k])
 
 
 def weighted_mean_rows(stack: Stack, index: torch.Tensor, weights: torch.Tensor) -> Stack:

@@ -100,9 +100,12 @@ class CAM(Algorithm):
     def assignment_weights(self):
         return None if self.phase(self.round) == "fedavg" else self.base.assignment_weights()
 
+    state = ("global_model", "round")
+
     def state_dict(self):
-        return {"global_model": self.global_model, "round": self.round, "base": self.base.state_dict()}
+        """Its own state and its base method's (under `base`)."""
+        return {**super().state_dict(), "base": self.base.state_dict()}
 
     def load_state_dict(self, state):
-        self.global_model, self.round = state["global_model"], state["round"]
+        super().load_state_dict(state)
         self.base.load_state_dict(state["base"])

@@ -47,6 +47,7 @@ def bipartition(updates: torch.Tensor) -> np.ndarray:
 
 class CFL(ClusteredAlgorithm):
     name = "cfl"
+    state = ("centers", "assignment", "split_log")
 
     def __init__(self, eps1: Annotated[float, AtLeast(0)] = 0.4, eps2: Annotated[float, AtLeast(0)] = 1.6,
                  split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0):
@@ -100,7 +101,3 @@ class CFL(ClusteredAlgorithm):
         """cfl_splits.csv: update norms per cluster and round, to calibrate eps1/eps2."""
         return {"cfl_splits": pd.DataFrame(self.split_log)} if self.split_log else {}
 
-    def state_dict(self):
-        state = super().state_dict()
-        state["split_log"] = list(self.split_log)
-        return state

@@ -77,6 +77,7 @@ def match_groups_to_models(groups: np.ndarray, losses: np.ndarray, matching: Ann
 
 class CLoVE(ClusteredAlgorithm):
     name = "clove"
+    state = ("centers", "assignment", "loss_vectors")
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,

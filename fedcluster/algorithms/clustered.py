@@ -26,6 +26,7 @@ class ClusteredAlgorithm(Algorithm):
     Aggregation (default): each cluster model becomes the n_i-weighted mean of the results of
     its clients of the round (`merge` may turn that mean into the new model differently, e.g.
     CLoVE's Option II); a cluster without clients keeps its model."""
+    state = ("centers", "assignment")
     abstract = True
     init = "independent"
     loss_vectors = None   # [M, K] the last round's client x model mean training losses, where the method has them

@@ -54,6 +54,7 @@ train.batch_size, as the authors use the training batch size). W
     rand_percent 80, layer_idx 2 (the last layer's weight and bias), eta 1.0, threshold 0.1,
     num_pre_loss 10. Local training itself is plain (batched engine); the weight learning is a
     small per-client loop (each client's W has its own data and stopping rule)."""
+    state = ("global_model", "local", "started", "weights")
     name = "fedala"
     num_clusters = 1
     keep_client_state = False

@@ -14,6 +14,7 @@ from .base import Algorithm, RoundPlan, weighted_mean_rows
 class FedAvg(Algorithm):
     """Participating clients train from the global model; the global model becomes their
     n_k-weighted average. Every client's local model is the global model."""
+    state = ("global_model",)
     name = "fedavg"
     num_clusters = 1
 

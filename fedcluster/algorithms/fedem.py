@@ -48,6 +48,7 @@ class FedEM(Algorithm):
     weighted by n_i. A client predicts with its pi-weighted mixture (`local_predictor:
     mixture`) or, as FedSoft did for its Table 2, with its largest-pi component
     (`top_component`)."""
+    state = ("components", "pi")
     name = "fedem"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,

@@ -113,6 +113,7 @@ class FedPAC(Algorithm):
     scores at each round's start. Defaults: lam 1.0 (both codes), head_epochs 1 (both codes),
     weighting 'clients' (PFLlib, which CLoVE ran). Both phases train in the batched engine; the
     statistics and the QP (one per participant) are small per-client loops at aggregation."""
+    state = ("local", "centroids", "have")
     name = "fedpac"
     keep_client_state = False
     num_clusters = 0

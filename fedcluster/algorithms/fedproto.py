@@ -66,6 +66,7 @@ class FedProto(Algorithm):
     (`nearest_prototype_logits`); the local model's own head is trained but not used to predict,
     as in the paper and PFLlib. Needs a model with features (LeNet, the CNNs, MLP, TextCNN).
     Defaults: lam 1.0 (PFLlib's lamda), weighting 'clients' (PFLlib)."""
+    state = ("local", "prototypes", "have")
     name = "fedproto"
     keep_client_state = True
     num_clusters = 0

@@ -41,6 +41,7 @@ class FedSoft(Algorithm):
       probabilities v_s (eq. 6), as the authors' servers.py (numpy choice, replace=False);
       true: `selection_size` independent draws, as the appendix's sampling reads, so a client
       with a large v_sk can count several times in c_s and few wrong-group clients get in."""
+    state = ("centers", "local", "u", "selection")
     name = "fedsoft"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 1.0,

@@ -36,6 +36,7 @@ class FeSEM(ClusteredAlgorithm):
     `distance_on`: 'all' parameters, or 'fc' = the fully connected layers only (Fed-CAM §5
     for FeSEM-CAM). eq. 13 also scales the data gradient by n_i/n; we leave it out, as it
     would make the step size depend on the number of clients (plain SGD on the objective)."""
+    state = ("centers", "assignment", "local")
     name = "fesem"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 0.01,
@@ -88,8 +89,3 @@ class FeSEM(ClusteredAlgorithm):
     def assignment_weights(self):
         return super().assignment_weights() if self.clustered else None
 
-    def state_dict(self):
-        return {"local": self.local, "assignment": self.assignment, "centers": self.centers}
-
-    def load_state_dict(self, state):
-        self.local, self.assignment, self.centers = state["local"], state["assignment"], state["centers"]

@@ -71,6 +71,7 @@ class FlexCFL(ClusteredAlgorithm):
     Defaults from the authors' trainer_utils.py (morningD/FlexCFL): pretrain_scale 20, eta 0
     (their default; the README suggests 0.1), k-means 20 iterations. CLoVE gives no FlexCFL
     settings beyond the shared ones (Adam 1e-3, batch 100, 1 epoch, 100 rounds)."""
+    state = ("centers", "assignment", "initial", "label_counts", "opt_updates")
     name = "flexcfl"
     init = "identical"
 

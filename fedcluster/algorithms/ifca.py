@@ -42,6 +42,7 @@ class IFCA(ClusteredAlgorithm):
     lowest-mean-loss model on that split, with the current models; `training`: the model it
     was assigned from its training losses at the start of the round (the one it trained).
     Under CAM the pick is by the loss of the additive model h + f (`local_outputs_beside`)."""
+    state = ("centers", "assignment", "loss_vectors")
     name = "ifca"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,

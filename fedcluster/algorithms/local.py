@@ -8,6 +8,7 @@ from .base import Algorithm, RoundPlan
 class LocalOnly(Algorithm):
     """Each client keeps its own model (and optimizer state) and trains it every round on its
     own data. All clients start from the same initial model. No cluster models."""
+    state = ("local",)
     name = "local"
     keep_client_state = True
     num_clusters = 0
