@@ -91,7 +91,7 @@ def show(args: List[str], conf: Path) -> str:
     cls = get_class(values["_target_"])
     doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")   # the class's own, not a base's
     lines = [f"{group}={option}: {description(conf / group / (option + '.yaml'))}",
-             f"class {values['_target_']}" + (f" (settings from the class's signature)" if doc else ""), ""]
+             f"class {values['_target_']}" + (" (settings from the class's signature)" if doc else ""), ""]
     if doc:
         lines += ["  " + line for line in doc.split("\n\n")[0].splitlines()] + [""]
     lines.append(aligned(settings_table(cls, node)))

@@ -7,10 +7,10 @@ import torch
 
 from ..engine.forward import outputs_on_clients, outputs_paired
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..engine.terms import FrozenOffset
 from ..settings import MAX_COUNT, Between, OneOf
-from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
+from .base import Algorithm, RoundPlan, concat_plans
+from .components import for_clients, sample_weighted_mean
 
 WARMUPS = ("fedavg", "base")
 
@@ -58,7 +58,7 @@ class CAM(Algorithm):
         phase = self.phase(t)
         if phase == "fedavg":
             clients = torch.arange(fed.num_clients, device=fed.device)
-            return RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)))
+            return RoundPlan(clients, for_clients(self.global_model, clients))
         if phase == "base":
             return self.base.plan(t, fed)
         tr = fed.data.train
@@ -67,14 +67,13 @@ class CAM(Algorithm):
         clients = cluster_plan.clients
         cluster_plan.terms.append(FrozenOffset(h[clients]))
         partner = outputs_paired(fed.model, cluster_plan.start, tr.x, tr.n, batched=False, rows=clients)
-        global_plan = RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)), [FrozenOffset(partner)])
+        global_plan = RoundPlan(clients, for_clients(self.global_model, clients), [FrozenOffset(partner)])
         return concat_plans([cluster_plan, global_plan])
 
     def aggregate(self, t, plan, trained, fed):
         phase = self.phase(t)
         if phase == "fedavg":
-            self.global_model = weighted_mean_rows(trained, torch.arange(len(plan.clients), device=fed.device),
-                                                   fed.sizes[plan.clients].double())
+            self.global_model = sample_weighted_mean(trained, plan.clients, fed)
             return
         if phase == "base":
             self.base.aggregate(t, plan, trained, fed)
@@ -82,8 +81,7 @@ class CAM(Algorithm):
         cluster_plan, global_plan = plan.parts
         cluster_part, global_part = plan.split(trained)
         self.base.aggregate(t, cluster_plan, cluster_part, fed)
-        self.global_model = weighted_mean_rows(global_part, torch.arange(len(global_plan.clients), device=fed.device),
-                                               fed.sizes[global_plan.clients].double())   # eq. (9)
+        self.global_model = sample_weighted_mean(global_part, global_plan.clients, fed)   # eq. (9)
 
     def local_outputs(self, fed, split):
         phase = self.phase(self.round)

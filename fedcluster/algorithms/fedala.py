@@ -8,9 +8,10 @@ from torch.func import functional_call
 
 from ..engine.losses import per_sample_loss
 from ..errors import ConfigError
-from ..models.stacked import Stack, repeat
+from ..models.stacked import repeat
 from ..settings import MAX_BATCH, Between
-from .base import Algorithm, RoundPlan, weighted_mean_rows
+from .base import Algorithm, RoundPlan
+from .components import keep_trained, personal_models, sample_weighted_mean
 
 
 def ala_weights(model, task: str, local: Dict[str, torch.Tensor], glob: Dict[str, torch.Tensor],
@@ -74,7 +75,7 @@ train.batch_size, as the authors use the training batch size). W
 
     def setup(self, fed):
         self.global_model = fed.init_models(1, "centers")
-        self.local = repeat(self.global_model, torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device))
+        self.local = personal_models(fed, self.global_model)
         names = [n for n, _ in fed.model.named_parameters()]
         self._top, self._first = names[-self.layer_idx:], names[0]
         self.weights = {k: torch.ones_like(self.local[k]) for k in self._top}
@@ -85,10 +86,8 @@ train.batch_size, as the authors use the training batch size). W
         return RoundPlan(clients, repeat(self.local, clients))
 
     def aggregate(self, t, plan, trained, fed):
-        for k in self.local:
-            self.local[k][plan.clients] = trained[k]
-        self.global_model = weighted_mean_rows(trained, torch.arange(len(plan.clients), device=fed.device),
-                                               fed.sizes[plan.clients].double())
+        keep_trained(self.local, plan.clients, trained)
+        self.global_model = sample_weighted_mean(trained, plan.clients, fed)
         for client in range(fed.num_clients):
             self.adapt(t, client, fed)
 

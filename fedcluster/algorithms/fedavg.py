@@ -6,9 +6,9 @@ import torch
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..settings import AtLeast, Between
-from .base import Algorithm, RoundPlan, weighted_mean_rows
+from .base import Algorithm, RoundPlan
+from .components import copies, for_clients, sample_weighted_mean
 
 
 class FedAvg(Algorithm):
@@ -28,17 +28,16 @@ class FedAvg(Algorithm):
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
-        return RoundPlan(clients, repeat(self.global_model, torch.zeros_like(clients)))
+        return RoundPlan(clients, for_clients(self.global_model, clients))
 
     def aggregate(self, t, plan, trained, fed):
-        self.global_model = weighted_mean_rows(trained, torch.arange(len(plan.clients), device=fed.device),
-                                               fed.sizes[plan.clients].double())
+        self.global_model = sample_weighted_mean(trained, plan.clients, fed)
 
     def cluster_models(self):
         return self.global_model
 
     def local_models(self, fed):
-        return repeat(self.global_model, torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device))
+        return copies(self.global_model, fed.num_clients, fed.device)
 
     def local_outputs(self, fed, split):
         return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]

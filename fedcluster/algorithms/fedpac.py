@@ -11,6 +11,7 @@ from ..models.stacked import repeat
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .clustered import check_choice
+from .components import personal_models
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
 
 
@@ -140,7 +141,7 @@ class FedPAC(Algorithm):
         if not self._body:
             raise ConfigError(f"algorithm=fedpac needs a model with layers below its head; "
                               f"{type(fed.model).__name__} has only {self._head}")
-        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.local = personal_models(fed)
         self.centroids, self.have = None, None
 
     def plan(self, t, fed):

@@ -12,6 +12,7 @@ from ..models.stacked import repeat
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan
 from .clustered import check_choice
+from .components import keep_trained, personal_models
 
 WEIGHTINGS = ("clients", "samples")
 
@@ -82,7 +83,7 @@ class FedProto(Algorithm):
     def setup(self, fed):
         if fed.data.task != "classification":
             raise ConfigError("algorithm=fedproto needs a classification data set (its prototypes are per class)")
-        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.local = personal_models(fed)
         self.prototypes, self.have = None, None
 
     def plan(self, t, fed):
@@ -94,8 +95,7 @@ class FedProto(Algorithm):
         return plan
 
     def aggregate(self, t, plan, trained, fed):
-        for k in self.local:
-            self.local[k][plan.clients] = trained[k]
+        keep_trained(self.local, plan.clients, trained)
         C = fed.data.num_classes
         protos, counts = [], []
         for _, feats, y in round_features(fed, trained, plan.clients):   # this round's clients only

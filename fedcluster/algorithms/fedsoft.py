@@ -8,6 +8,7 @@ from ..models.stacked import repeat
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Between
 from .base import Algorithm, Federation, RoundPlan
+from .components import keep_trained, personal_models
 
 
 def importance_weights(per_sample_losses: torch.Tensor, sizes: torch.Tensor, smoother: float) -> torch.Tensor:
@@ -64,7 +65,7 @@ class FedSoft(Algorithm):
                               f"number of clients ({fed.num_clients})")
         self.centers = fed.init_models(self.num_clusters, "centers")
         # The authors build one initial client model and copy it to every client.
-        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.local = personal_models(fed)
         self.u = torch.full((fed.num_clients, self.num_clusters), 1.0 / self.num_clusters,
                             dtype=torch.float64, device=fed.device)
         self.selection = torch.zeros(self.num_clusters, self.selection_size, dtype=torch.long)
@@ -82,8 +83,7 @@ class FedSoft(Algorithm):
         return RoundPlan(union, repeat(self.local, union), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
-        for k in self.local:
-            self.local[k][plan.clients] = trained[k]
+        keep_trained(self.local, plan.clients, trained)
         # Alg. 1 line 18: c_s = (1/K) sum_{k in Sel_s} w_k.
         self.centers = {k: v[self.selection.to(v.device)].mean(1) for k, v in self.local.items()}
 

@@ -9,6 +9,7 @@ from ..engine.terms import Proximal
 from ..settings import AtLeast, Count, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
+from .components import keep_trained, personal_models
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
 
 DISTANCES = ("all", "fc")
@@ -50,7 +51,7 @@ class FeSEM(ClusteredAlgorithm):
         self.kmeans_iters, self.local_rounds = kmeans_iters, local_rounds
 
     def setup(self, fed):
-        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.local = personal_models(fed)
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
         self.centers = None
         self._keys = fc_parameter_names(fed.model) if self.distance_on == "fc" else None
@@ -67,8 +68,7 @@ class FeSEM(ClusteredAlgorithm):
         return RoundPlan(clients, repeat(self.centers, self.assignment), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
-        for k in self.local:
-            self.local[k][plan.clients] = trained[k]
+        keep_trained(self.local, plan.clients, trained)
         if not self.clustered and t + 1 < self.local_rounds:
             return
         points = flatten(self.local, self._keys)

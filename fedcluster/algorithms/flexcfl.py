@@ -1,7 +1,7 @@
 """FlexCFL (Duan et al., TPDS 2022): groups from the decomposed cosine similarity of pre-training
 updates, cold start of new clients, migration of clients whose data shift, optional inter-group
 aggregation."""
-from typing import Annotated, Optional
+from typing import Annotated
 
 import numpy as np
 import torch

@@ -3,6 +3,7 @@ import torch
 
 from ..models.stacked import repeat
 from .base import Algorithm, RoundPlan
+from .components import keep_trained, personal_models
 
 
 class LocalOnly(Algorithm):
@@ -14,15 +15,14 @@ class LocalOnly(Algorithm):
     num_clusters = 0
 
     def setup(self, fed):
-        self.local = repeat(fed.init_models(1, "clients"), torch.zeros(fed.num_clients, dtype=torch.long))
+        self.local = personal_models(fed)
 
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)
         return RoundPlan(clients, repeat(self.local, clients))
 
     def aggregate(self, t, plan, trained, fed):
-        for k in self.local:
-            self.local[k][plan.clients] = trained[k]
+        keep_trained(self.local, plan.clients, trained)
 
     def local_models(self, fed):
         return self.local

@@ -8,10 +8,10 @@ from torch.func import functional_call, grad
 from ..engine.losses import per_sample_loss
 from ..engine.terms import MetaStep
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..settings import MAX_BATCH, AtLeast, Between, OneOf, Positive
 from .base import Algorithm
 from .clustered import check_choice
+from .components import copies
 from .fedavg import FedAvg
 
 VARIANTS = ("fo", "hf")
@@ -66,7 +66,7 @@ class PerFedAvg(FedAvg):
     def personalise(self, fed):
         tr, task = fed.data.train, fed.data.task
         glob = {k: v[0] for k, v in self.global_model.items()}
-        out = repeat(self.global_model, torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device))
+        out = copies(self.global_model, fed.num_clients, fed.device)
 
         def loss(p, x, y):
             return per_sample_loss(task, functional_call(fed.model, p, (x,)), y).mean()

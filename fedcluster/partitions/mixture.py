@@ -10,7 +10,7 @@ from typing import Annotated
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, Fraction, Probability
+from ..settings import AtLeast, Between, Probability
 from .allocation import Allocation
 from .shares import check_val_fraction
 

@@ -10,7 +10,6 @@ cannot be composed for its values (an option that no longer exists) is not judge
 table's Identity still is. Only the keys both configs have are compared: a run made before a
 setting existed is not judged on it."""
 from functools import lru_cache
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import yaml

@@ -1,0 +1,41 @@
+"""The model tables that methods are built from, as small functions over stacked parameters
+(models/stacked.py), so each idea is written once:
+
+- a global model ([1] rows): trained from by every participant, the sample-weighted mean of
+  their results after the round (FedAvg, McMahan et al. 2017, eq. 1; Fed-CAM's Theta_g, eq. 9);
+- personal models ([N] rows, one per client): each client's own, overwritten by its trained
+  rows (FedSoft's w_k, FedProto, FedPAC, FeSEM's local models, FedALA, local-only training);
+- cluster models ([K] rows) live in ClusteredAlgorithm (clustered.py)."""
+import torch
+
+from ..models.stacked import Stack, repeat
+from .base import weighted_mean_rows
+
+
+def copies(model: Stack, count: int, device=None) -> Stack:
+    """`count` rows, each a copy of the single-row `model` (a global model handed to clients)."""
+    return repeat(model, torch.zeros(count, dtype=torch.long, device=device))
+
+
+def for_clients(model: Stack, clients: torch.Tensor) -> Stack:
+    """The single-row `model` as the starting row of each client in `clients`."""
+    return repeat(model, torch.zeros_like(clients))
+
+
+def personal_models(fed, start: Stack = None) -> Stack:
+    """[N] personal models, every client starting from the same model: `start` (one row), else a
+    fresh initialisation from the run's "clients" stream."""
+    return copies(fed.init_models(1, "clients") if start is None else start, fed.num_clients,
+                  None if start is None else fed.device)
+
+
+def keep_trained(models: Stack, clients: torch.Tensor, trained: Stack) -> None:
+    """Personal models: the trained rows replace those of `clients`, in place."""
+    for k in trained:
+        models[k][clients] = trained[k]
+
+
+def sample_weighted_mean(trained: Stack, clients: torch.Tensor, fed) -> Stack:
+    """The global model after a round: the mean of the trained rows weighted by their clients'
+    training samples n_k (FedAvg; Fed-CAM eq. 9)."""
+    return weighted_mean_rows(trained, torch.arange(len(clients), device=fed.device), fed.sizes[clients].double())
