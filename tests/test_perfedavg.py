@@ -87,3 +87,14 @@ def test_batched_and_sequential_engines_agree(tmp_path, variant):
     a, b = pd.read_csv(tmp_path / "b" / "metrics.csv"), pd.read_csv(tmp_path / "s" / "metrics.csv")
     pd.testing.assert_frame_equal(a.drop(columns=["value", "run_id"]), b.drop(columns=["value", "run_id"]))
     np.testing.assert_allclose(a["value"], b["value"], rtol=1e-4, atol=1e-6)
+
+
+def test_the_meta_step_cuts_the_runs_own_batches_and_refuses_too_small_ones(tmp_path):
+    """One batch size, train.batch_size (no copy in the algorithm's settings): a batch too small to
+    cut into the variant's parts is a one-line error before anything is written."""
+    from fedcluster.errors import ConfigError
+    cfg = make_cfg(SMALL + ["algorithm=perfedavg", "model=mlp", "algorithm.variant=hf", "train.batch_size=2"])
+    assert "batch_size" not in cfg.algorithm
+    with pytest.raises(ConfigError, match=r"train.batch_size=2 must be >= 3"):
+        run(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

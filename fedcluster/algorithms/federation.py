@@ -23,6 +23,7 @@ class Federation:
     # how each client's model runs on its own data in evaluation: vmap over the clients (the batched
     # engine's formulation) or a loop (what the looped and sequential engines measured faster)
     batched_forward: bool = False
+    batch_size: Optional[int] = None   # the run's train.batch_size: the local solver's mini-batches
 
     def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""

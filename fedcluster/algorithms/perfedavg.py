@@ -8,7 +8,7 @@ from torch.func import functional_call, grad
 from ..engine.losses import per_sample_loss
 from ..engine.terms import MetaStep
 from ..errors import ConfigError
-from ..settings import MAX_BATCH, AtLeast, Between, OneOf, Positive
+from ..settings import AtLeast, Between, OneOf, Positive
 from .base import Algorithm
 from .clustered import check_choice
 from .components import copies
@@ -31,25 +31,32 @@ class PerFedAvg(FedAvg):
     name = "perfedavg"
 
     def __init__(self, alpha: Annotated[float, Positive] = 0.001, variant: Annotated[str, OneOf(VARIANTS)] = "fo",
-                 delta: Annotated[float, Positive] = 1e-3, batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
-                 eval_batch: Annotated[int, AtLeast(1)] = 10,
+                 delta: Annotated[float, Positive] = 1e-3, eval_batch: Annotated[int, AtLeast(1)] = 10,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         super().__init__(client_fraction)
         check_choice("variant", variant, VARIANTS)
-        parts = 2 if variant == "fo" else 3
-        if alpha <= 0 or delta <= 0 or batch_size < parts or eval_batch < 1:
-            raise ConfigError(f"Per-FedAvg needs alpha > 0, delta > 0, batch_size >= {parts} (it is cut into {parts}), "
-                              f"eval_batch >= 1; got {alpha}, {delta}, {batch_size}, {eval_batch}")
-        self.alpha, self.variant, self.delta = alpha, variant, delta
-        self.batch_size, self.eval_batch = batch_size, eval_batch
+        if alpha <= 0 or delta <= 0 or eval_batch < 1:
+            raise ConfigError(f"Per-FedAvg needs alpha > 0, delta > 0, eval_batch >= 1; got {alpha}, {delta}, {eval_batch}")
+        self.alpha, self.variant, self.delta, self.eval_batch = alpha, variant, delta, eval_batch
         self._personal, self._round = None, 0
+
+    @property
+    def parts(self) -> int:
+        return 2 if self.variant == "fo" else 3
+
+    def setup(self, fed):
+        """The meta step cuts each of the run's mini-batches (train.batch_size, read from `fed`:
+        one setting, not a copy of it) into `parts`."""
+        if fed.batch_size is None or fed.batch_size < self.parts:
+            raise ConfigError(f"algorithm=perfedavg (variant {self.variant}) cuts each batch into {self.parts}: "
+                              f"train.batch_size={fed.batch_size} must be >= {self.parts}")
+        super().setup(fed)
 
     def plan(self, t, fed):
         plan = super().plan(t, fed)
-        parts = 2 if self.variant == "fo" else 3
         like = next(iter(self.global_model.values()))
-        plan.terms.append(MetaStep(self.alpha, self.batch_size // parts, self.variant, self.delta, len(plan.clients),
-                                   like))
+        plan.terms.append(MetaStep(self.alpha, fed.batch_size // self.parts, self.variant, self.delta,
+                                   len(plan.clients), like))
         return plan
 
     def aggregate(self, t, plan, trained, fed):
