@@ -168,6 +168,18 @@ def size_keys(cfg: DictConfig, source, partition, in_shape) -> dict:
     return {"dim": dim, "samples": samples, "model": f"model={cfg.model.name} on inputs of shape {tuple(in_shape)}"}
 
 
+def resolve_num_clusters(cfg: DictConfig, source, partition) -> int:
+    """K, settled before anything is built: the run's `num_clusters`, or where it is null the
+    data's own number of clusters: the partition's true clusters (cluster-wise label partitions,
+    CLoVE's skews), else the source's number of distributions (mixtures; 1 for a client-wise
+    label split). Written into the config, which the algorithms read by interpolation
+    (config.SHARED), and recorded in summary.json's config."""
+    if cfg.get("num_clusters") is None:
+        with open_dict(cfg):
+            cfg.num_clusters = partition.num_true_clusters or len(source.distribution_names)
+    return int(cfg.num_clusters)
+
+
 def build(cfg: DictConfig):
     """Instantiate hardware, data, model and algorithm from the composed config. The memory
     the run needs is checked before any data is drawn or the model allocated."""
@@ -195,12 +207,10 @@ def build(cfg: DictConfig):
         check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
                    hw.torch_device, keys=keys, fixed=held)
 
+    resolve_num_clusters(cfg, source, partition)
     data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
-    with open_dict(cfg):
-        if cfg.get("num_clusters") is None:   # default K: the data's own number of clusters
-            cfg.num_clusters = data.num_true_clusters or data.num_distributions
     # algorithms take K by interpolation (config.SHARED) unless a node sets its own
     nested = flatten(OmegaConf.to_container(cfg.algorithm, resolve=True))   # e.g. CAM's base.num_clusters
     for K in [cfg.num_clusters, *(v for k, v in nested.items() if k.rsplit(".", 1)[-1] == "num_clusters")]:

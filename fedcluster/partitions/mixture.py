@@ -55,6 +55,11 @@ class Partition:
     def mixture(self, num_distributions: int, g: torch.Generator) -> torch.Tensor:
         raise NotImplementedError
 
+    @property
+    def num_true_clusters(self) -> None:
+        """None: a mixture's clusters are its source's distributions (the dominant one per client)."""
+        return None
+
     def size_bound(self):
         """(clients, most training samples of a client, most local test samples): the largest data
         these settings can allocate, checked against the memory before anything is drawn."""
