@@ -111,12 +111,6 @@ class LabelSkew1(ClusterSkew):
         order = self._order(C, rng, self.shuffle_classes)
         return [order[k * u:(k + 1) * u] for k in range(self.num_clusters)]
 
-    def layout(self, C, rng):
-        return self.pooling.holders(self.cluster_classes(C, rng), C, self.num_clusters)
-
-    def pools(self, labels, C, holders, rng, need, split):
-        return self.pooling.pools(labels, C, holders, rng, need, split, self.num_clusters, self.name)
-
 
 def overlapping_label_sets(C: int, K: int, U: int, V: int, rng: np.random.Generator,
                            batch: int = 1000, batches: int = 20, restarts: int = 200) -> List[np.ndarray]:
@@ -173,12 +167,6 @@ class LabelSkew2(ClusterSkew):
                               f"got shared_classes={V}, classes_per_cluster={U}")
         return overlapping_label_sets(C, self.num_clusters, U, V, rng)
 
-    def layout(self, C, rng):
-        return self.pooling.holders(self.cluster_classes(C, rng), C, self.num_clusters)
-
-    def pools(self, labels, C, holders, rng, need, split):
-        return self.pooling.pools(labels, C, holders, rng, need, split, self.num_clusters, self.name)
-
 
 class LabelSkew3(ClusterSkew):
     """Label skew 3 = the authors' exp202 (dataset_modifier.py `dict_overlap_swap_exps`,
@@ -208,9 +196,3 @@ class LabelSkew3(ClusterSkew):
                               f"the data set has only {C} classes")
         order = self._order(C, rng, self.shuffle_classes)
         return [np.setdiff1d(np.arange(C), [order[(k - 1) % C]]) for k in range(K - 1)] + [np.arange(C)]
-
-    def layout(self, C, rng):
-        return self.pooling.holders(self.cluster_classes(C, rng), C, self.num_clusters)
-
-    def pools(self, labels, C, holders, rng, need, split):
-        return self.pooling.pools(labels, C, holders, rng, need, split, self.num_clusters, self.name)

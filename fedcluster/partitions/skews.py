@@ -42,7 +42,8 @@ def class_members(labels: np.ndarray, C: int, rng: np.random.Generator) -> List[
 class ClusterSkew(ClusterPartition):
     """Base of the CLoVE skews: subclasses define `layout(C, rng)` (what the training and the
     test side share) and `pools(labels, C, layout, rng, need, split)` (each cluster's sample
-    indices); they may set `quarter_turns()` or `label_maps(C, rng)`."""
+    indices), or own a `pooling` component and define `cluster_classes(C, rng)` (label skews
+    1-3); they may set `quarter_turns()` or `label_maps(C, rng)`."""
     name = "skew"
 
     def __init__(self, samples_per_client: Annotated[int, AtLeast(1)] = 500,
@@ -62,14 +63,20 @@ class ClusterSkew(ClusterPartition):
         self.samples_per_client, self.test_samples_per_client = samples_per_client, test_samples_per_client
 
     # -- what a skew defines ------------------------------------------------------------------
+    pooling = None   # a pool builder the skew owns (label_sets.LabelSetPools, from `cluster_classes`)
+
     def layout(self, C: int, rng: np.random.Generator):
-        return None
+        if self.pooling is None:
+            return None
+        return self.pooling.holders(self.cluster_classes(C, rng), C, self.num_clusters)
 
     def pools(self, labels: np.ndarray, C: int, layout, rng: np.random.Generator, need: int,
               split: str) -> List[np.ndarray]:
         """[K] index arrays into `labels`: each cluster's pool. `need`: the samples a cluster's
         clients take from it."""
-        raise NotImplementedError
+        if self.pooling is None:
+            raise NotImplementedError
+        return self.pooling.pools(labels, C, layout, rng, need, split, self.num_clusters, self.name)
 
     def quarter_turns(self) -> np.ndarray:
         """[K] counter-clockwise quarter turns of each cluster's images (none by default)."""
