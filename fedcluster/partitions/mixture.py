@@ -40,14 +40,14 @@ class Partition:
 
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 100, min_samples: Annotated[int, AtLeast(1)] = 100,
                  max_samples: Annotated[int, AtLeast(1)] = 200,
-                 local_test_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 0.2,
+                 local_test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
                  val_fraction: Annotated[float, Probability] = 0.1):
         if num_clients < 1:
             raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
         if not 1 <= min_samples <= max_samples:
             raise ConfigError(f"partition needs 1 <= min_samples <= max_samples; got {min_samples}, {max_samples}")
-        if not 0 < local_test_fraction <= 1:
-            raise ConfigError(f"partition.local_test_fraction={local_test_fraction} must be in (0, 1]")
+        if not 0 < local_test_fraction < 1:   # a share of the client's data, beside its training data
+            raise ConfigError(f"partition.local_test_fraction={local_test_fraction} must be in (0, 1)")
         self.num_clients, self.min_samples, self.max_samples = num_clients, min_samples, max_samples
         self.local_test_fraction = local_test_fraction
         self.val_fraction = check_val_fraction(val_fraction)
