@@ -33,6 +33,8 @@ def small_cfg():
 
 
 # A small label-skewed image run on learnable fake Fashion-MNIST (the `fmnist_root` fixture).
+# Engine-agreement runs compare three formulations on the same tiny job: one client per cluster.
+ENGINE_CHECK = ["partition.num_clients=4", "partition.samples_per_client=30", "partition.test_samples_per_client=10"]
 IMAGE_SKEW = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet", "partition=label_skew1",
               "num_clusters=4", "partition.num_clients=8", "partition.samples_per_client=60",
               "partition.test_samples_per_client=20", "train.optimizer=adam", "train.lr=0.003", "train.batch_size=20",

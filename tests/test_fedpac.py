@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import IMAGE_SKEW, make_cfg
+from conftest import ENGINE_CHECK, IMAGE_SKEW, make_cfg
 from fedcluster.algorithms.fedpac import (collaboration_matrix, feature_statistics, head_names, head_weights,
                                           solve_simplex_qp)
 from fedcluster.engine.local import LocalJob, LocalTrainer
@@ -184,7 +184,7 @@ def test_clients_share_the_extractor_and_keep_their_own_heads(tmp_path, fmnist_r
 
 
 def test_engines_agree(tmp_path, fmnist_root):
-    common = IMAGES + [f"dataset.root={fmnist_root}", "rounds=2"]
+    common = IMAGES + ENGINE_CHECK + [f"dataset.root={fmnist_root}", "rounds=2"]   # round 2 adds the centroid pull
     frames = {}
     for engine in ("batched", "looped", "sequential"):
         run(make_cfg(common + [f"engine={engine}"]), tmp_path / engine)

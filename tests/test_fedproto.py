@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import IMAGE_SKEW, make_cfg
+from conftest import ENGINE_CHECK, IMAGE_SKEW, make_cfg
 from fedcluster.algorithms.fedproto import aggregate_prototypes, class_means, nearest_prototype_logits
 from fedcluster.engine.terms import PrototypePull
 from fedcluster.runner import run
@@ -58,7 +58,7 @@ def test_fedproto_learns_a_label_skew(tmp_path, fmnist_root):
 
 
 def test_batched_and_sequential_engines_agree(tmp_path, fmnist_root):
-    common = IMAGES + [f"dataset.root={fmnist_root}", "rounds=2"]
+    common = IMAGES + ENGINE_CHECK + [f"dataset.root={fmnist_root}", "rounds=2"]
     run(make_cfg(common + ["engine=batched"]), tmp_path / "b")
     run(make_cfg(common + ["engine=sequential"]), tmp_path / "s")
     a, b = pd.read_csv(tmp_path / "b" / "metrics.csv"), pd.read_csv(tmp_path / "s" / "metrics.csv")
