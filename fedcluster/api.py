@@ -19,21 +19,12 @@ def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunR
     `output_dir` or the CLI's default directory outputs/runs/<time>_<algorithm>_..._<4 hex>/
     (relative to the working directory). `+preset=...` works; a preset's multirun grid does not
     (sweeps: the `fedcluster -m` command)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import open_dict
 
-    from .cli import config_dir
-    from .config import register_resolvers
-    from .config import register_schemas
+    from .config import compose_config
     from .runner import run as run_config
 
-    register_schemas()
-    register_resolvers()
-    if GlobalHydra.instance().is_initialized():
-        GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides), return_hydra_config=output_dir is None)
+    cfg = compose_config(overrides, with_hydra=output_dir is None)
     out = Path(output_dir) if output_dir is not None else Path(cfg.hydra.run.dir)
     if output_dir is None:
         with open_dict(cfg):

@@ -17,7 +17,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from . import signals
-from .config import register_resolvers, register_schemas
+from .config import config_dir, register_resolvers, register_schemas
 from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 
 _FAILED: List[str] = []          # multirun: jobs that ended with a user error (the sweep goes on)
@@ -57,20 +57,6 @@ class _Sweep:
                 (Path(d) / "multirun.yaml").unlink()
             discard_created(d)
 register_resolvers()   # also in launcher worker processes, which import this module to run _task
-
-
-def config_dir() -> Path:
-    """The config folder: $FEDCLUSTER_CONF; else conf/ shipped inside the installed package (a wheel
-    or `pip install .`, setup.py copies it there); else conf/ at the repository top level (an
-    editable install or a checkout)."""
-    env = os.environ.get("FEDCLUSTER_CONF")
-    here = Path(__file__).resolve().parent
-    candidates = [Path(env)] if env else [here / "conf", here.parent / "conf"]
-    for path in candidates:
-        if (path / "config.yaml").exists():
-            return path
-    sys.exit(f"fedcluster: no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster "
-             "or set FEDCLUSTER_CONF to the conf/ folder")
 
 
 def user_error(e: BaseException):

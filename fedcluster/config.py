@@ -10,12 +10,15 @@ names the key, and every constructor parameter can be overridden from the comman
 
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
+import os
 import secrets
+import sys
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from . import algorithms, data, hardware, loggers, models, partitions
 from .identity import NAME_EXCLUDED_KEYS
@@ -109,6 +112,36 @@ def register_resolvers() -> None:
     for name, fn in (("fc_unique", _unique), ("fc_subdir", _subdir), ("fc_name_excluded_keys", _name_excluded_keys)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
+
+
+def config_dir() -> Path:
+    """The config folder: $FEDCLUSTER_CONF; else conf/ shipped inside the installed package (a wheel
+    or `pip install .`, setup.py copies it there); else conf/ at the repository top level (an
+    editable install or a checkout)."""
+    env = os.environ.get("FEDCLUSTER_CONF")
+    here = Path(__file__).resolve().parent
+    candidates = [Path(env)] if env else [here / "conf", here.parent / "conf"]
+    for path in candidates:
+        if (path / "config.yaml").exists():
+            return path
+    sys.exit(f"fedcluster: no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster "
+             "or set FEDCLUSTER_CONF to the conf/ folder")
+
+
+def compose_config(overrides, conf: Optional[Path] = None, with_hydra: bool = False) -> DictConfig:
+    """The config `fedcluster <overrides>` would run, composed outside the command (the API,
+    `fedcluster show`, the report's preset check): schemas and resolvers registered, Hydra's
+    global state reset first and cleared after. `with_hydra`: keep the `hydra` node (its
+    run.dir is the CLI's default directory)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    register_schemas()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf or config_dir()), version_base="1.3"):
+            return compose("config", overrides=list(overrides), return_hydra_config=with_hydra)
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def register_schemas() -> None:

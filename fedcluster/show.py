@@ -84,7 +84,8 @@ def show(args: List[str], conf: Path) -> str:
                          [f"  {o:<20} {description(conf / group / (o + '.yaml'))}" for o in options])
     if option not in options:
         raise ValueError(f"{group}={option} is not an option; allowed: {options}")
-    cfg = compose([f"+{first}" if group == "logger" else first] + overrides, conf)
+    from .config import compose_config
+    cfg = compose_config([f"+{first}" if group == "logger" else first] + overrides, conf)
     node = cfg[group][option] if group == "logger" else cfg[group]
     values = OmegaConf.to_container(node, resolve=False)
     from hydra.utils import get_class
@@ -102,16 +103,6 @@ def show(args: List[str], conf: Path) -> str:
     lines += ["", "value: in the composed config, with the overrides given (${...}: taken from another setting). "
                   f"Change one with {group}.<setting>=<value>."]
     return "\n".join(lines)
-
-
-def compose(overrides: List[str], conf: Path):
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from .config import register_schemas
-    register_schemas()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-        return hydra_compose("config", overrides=overrides)
 
 
 def main(args: List[str], conf: Path) -> Optional[int]:

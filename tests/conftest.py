@@ -1,11 +1,8 @@
-import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
-from fedcluster.config import register_schemas
+from fedcluster.config import compose_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
@@ -16,10 +13,8 @@ SMALL = ["partition.num_clients=12", "partition.min_samples=20", "partition.max_
 
 
 def make_cfg(overrides=()):
-    register_schemas()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+    """The config the CLI composes for `overrides` (this checkout's conf/)."""
+    return compose_config(overrides, CONF)
 
 
 @pytest.fixture

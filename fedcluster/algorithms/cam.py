@@ -32,6 +32,8 @@ class CAM(Algorithm):
     being warmed up."""
     name = "cam"
 
+    state = ("global_model", "round")   # and the base method's own (state_dict)
+
     def __init__(self, base: Algorithm, warmup_rounds: Annotated[int, Between(0, MAX_COUNT)] = 30,
                  warmup: Annotated[str, OneOf(WARMUPS)] = "fedavg"):
         if warmup not in WARMUPS:
@@ -97,8 +99,6 @@ class CAM(Algorithm):
 
     def assignment_weights(self):
         return None if self.phase(self.round) == "fedavg" else self.base.assignment_weights()
-
-    state = ("global_model", "round")
 
     def state_dict(self):
         """Its own state and its base method's (under `base`)."""

@@ -100,6 +100,7 @@ def per_row(trainer, job, objective, buffers):
     buffers (views of the stacked ones, updated in place) and its own dropout random stream
     (seeded job.seed + m, continued from the row's previous step)."""
     device = job.x.device
+    clients = job.rows.tolist()   # read once, not once per row and step
     single_grad = grad(objective, has_aux=True)
     counter_dtypes = {k: v.dtype for k, v in trainer.model.named_buffers() if not v.is_floating_point()}
     counters = {}   # each row's batch counters (not kept after the job)
@@ -115,7 +116,7 @@ def per_row(trainer, job, objective, buffers):
     def grads_of(params, step, act):
         grads, losses = [], []
         for m in act.tolist():
-            x, y, valid, data = row_batch(trainer, job, m, step, int(job.rows[m]))
+            x, y, valid, data = row_batch(trainer, job, m, step, clients[m])
             if m not in streams:
                 torch.manual_seed(job.seed + m)                 # this row's dropout masks
                 streams[m] = get_rng()

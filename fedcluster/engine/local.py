@@ -15,6 +15,7 @@ import torch
 from .. import signals
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
+from .full_gradient import full_gradients
 from .gradient_modes import HANDLES_BUFFERS, gradient_mode
 from .objective import Objective
 from .optim import PartialUpdate, own_rows, step_rows
@@ -120,5 +121,4 @@ class LocalTrainer:
 
     def gradients(self, job: LocalJob) -> LocalResult:
         """Each row's full-batch gradient at its starting parameters (engine/full_gradient.py)."""
-        from .full_gradient import full_gradients
         return full_gradients(self, job)

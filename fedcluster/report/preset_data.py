@@ -28,7 +28,7 @@ GROUPS = ("dataset", "partition")
 @lru_cache(maxsize=None)
 def presets_of_tables() -> Dict[str, Tuple[Tuple[str, Tuple[Tuple[str, str], ...]], ...]]:
     """{table: ((preset, its sweeper params as (key, "a,b,c") pairs), ...)} from conf/preset."""
-    from ..cli import config_dir
+    from ..config import config_dir
     root = config_dir() / "preset"
     out: Dict[str, list] = {}
     for f in sorted(root.rglob("*.yaml")):
@@ -45,25 +45,16 @@ def presets_of_tables() -> Dict[str, Tuple[Tuple[str, Tuple[Tuple[str, str], ...
 @lru_cache(maxsize=256)
 def _composed(overrides: Tuple[str, ...]) -> Optional[Dict[str, object]]:
     """The flattened config the CLI would run for `overrides` (None when it cannot be composed)."""
-    from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ..cli import config_dir
-    from ..config import register_resolvers
-    from ..config import register_schemas
+    from ..config import compose_config
     from ..runner import requested_config
-    register_schemas()
-    register_resolvers()
-    was = GlobalHydra.instance().is_initialized()
-    if was:
+    if GlobalHydra.instance().is_initialized():
         return None   # inside someone else's Hydra session: not ours to reset
     try:
-        with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-            return identity_keys(requested_config(compose("config", overrides=list(overrides))))
+        return identity_keys(requested_config(compose_config(overrides)))
     except Exception:   # noqa: BLE001 -- an option that no longer exists: not judged here
         return None
-    finally:
-        GlobalHydra.instance().clear()
 
 
 def _references(table: str, run: Run) -> List[Dict[str, object]]:
