@@ -16,47 +16,13 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from . import signals
+from . import signals, sweep
 from .config import config_dir, register_resolvers, register_schemas
 from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
+from .sweep import REFUSAL_KEY, JobOutcome, Sweep
 
-_FAILED: List[str] = []          # multirun: jobs that ended with a user error (the sweep goes on)
-
-
-class _Sweep:
-    """This process's sweep (Hydra's basic launcher runs every job here; other launchers run them
-    in their own processes, which print their own lines). Refusals are held while no job has run:
-    a sweep whose every job is refused is one line and leaves nothing, like a refused run."""
-    dir: Optional[str] = None   # set by on_multirun_start
-    ran = 0                     # jobs that trained or found their finished run
-    refused: List[str] = []     # the held refusals' messages
-    held: List[str] = []        # their lines, printed once a job has run
-
-    @classmethod
-    def job_ran(cls) -> None:
-        cls.ran += 1
-        cls.flush()
-
-    @classmethod
-    def flush(cls) -> None:
-        for line in cls.held:
-            print(line, file=sys.stderr)
-        cls.held = []
-
-    @classmethod
-    def discard(cls) -> None:
-        """Remove the sweep directory this process created (and its new parents) when no job
-        wrote anything in it: only Hydra's multirun.yaml is there."""
-        from .rundir import created_here, discard_created
-        d = cls.dir
-        if d is None or cls.ran or not created_here(d):
-            return
-        entries = {e.name for e in Path(d).iterdir()} if Path(d).is_dir() else set()
-        if entries <= {"multirun.yaml"}:
-            if entries:
-                (Path(d) / "multirun.yaml").unlink()
-            discard_created(d)
 register_resolvers()   # also in launcher worker processes, which import this module to run _task
+sweep.install()        # there too: one bad job of a sweep is reported, the others go on
 
 
 def user_error(e: BaseException):
@@ -94,17 +60,22 @@ class RunDirGuard(Callback):
             check_place(config.hydra.sweep.dir, key="hydra.sweep.dir")
         except ConfigError as e:
             _fail(str(e))
-        _Sweep.dir = str(config.hydra.sweep.dir)
+        Sweep.start(str(config.hydra.sweep.dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        if _FAILED and not _Sweep.ran and len(_Sweep.refused) == len(_FAILED):
-            _Sweep.discard()
-            reasons = list(dict.fromkeys(_Sweep.refused))   # each distinct reason once, in order
-            jobs = "the sweep's only job was" if len(_FAILED) == 1 else f"all {len(_FAILED)} jobs of the sweep were"
-            _fail(f"{jobs} refused, nothing was written: " + " | ".join(reasons))
-        _Sweep.flush()
-        if _FAILED:
-            _fail(f"{len(_FAILED)} job(s) of the sweep failed: " + "; ".join(_FAILED))
+        """A sweep whose every job was refused is one line and leaves nothing, like a refused run;
+        otherwise the refusals, then one closing line (exit 2 when a job failed)."""
+        if Sweep.all_refused():
+            Sweep.discard()
+            n = len(Sweep.outcomes)
+            jobs = "the sweep's only job was" if n == 1 else f"all {n} jobs of the sweep were"
+            _fail(f"{jobs} refused, nothing was written: " + " | ".join(Sweep.reasons()))
+        for outcome in Sweep.outcomes:
+            if outcome.status == "refused":
+                print(f"fedcluster: error: {outcome.where}: {outcome.message}", file=sys.stderr)
+        print(f"fedcluster: {Sweep.closing_line()}", file=sys.stderr, flush=True)
+        if Sweep.count("failed", "refused"):
+            sys.exit(2)
 
 
 def _write_hydra_files(out: Path) -> None:
@@ -124,6 +95,7 @@ def objective_value(cfg: DictConfig, summary: dict):
 
 
 def _task(cfg: DictConfig):
+    """One run; in a sweep, its JobOutcome (sweep.py hands the sweeper the objective)."""
     from .rundir import adopt_if_empty, discard_created
     from .runner import run
     hc = HydraConfig.get()
@@ -132,6 +104,9 @@ def _task(cfg: DictConfig):
     signals.hold_foreign()   # a launcher's handlers in a job's process (submitit's requeue) wait for a safe point too
     if multirun:
         adopt_if_empty(out)   # Hydra created the job's directory: a refused job removes it again
+        if REFUSAL_KEY in cfg:   # its overrides could not be composed (sweep.py)
+            discard_created(out)
+            return JobOutcome("refused", out, message=str(cfg[REFUSAL_KEY]))
     try:
         signals.check()   # a stop while Hydra composed the config
         summary = run(cfg, out, on_claimed=_write_hydra_files)
@@ -145,41 +120,37 @@ def _task(cfg: DictConfig):
         discard_created(out)
         print(f"fedcluster: interrupted{signals.by_signal(e)} before training started; nothing to resume", file=sys.stderr)
         sys.exit(signals.exit_code(e))
-    except Exception as e:   # noqa: BLE001 -- user errors become one line, the rest propagate
+    except Exception as e:   # noqa: BLE001 -- user errors become one line, the rest propagate (a sweep goes on)
         cause = user_error(e)
         if cause is None:
-            raise
+            if not multirun:
+                raise
+            import traceback   # a bug in one job of a sweep: its traceback now, the other jobs go on
+            traceback.print_exc()
+            discard_created(out)
+            return JobOutcome("failed", out, message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         discard_created(out)
         if multirun:   # one bad job (e.g. a diverging learning rate of a grid) does not stop the sweep
-            line = f"fedcluster: error: {out}: {cause}"
-            _FAILED.append(f"{Path(out).name}: {str(cause).splitlines()[0][:120]}")
-            refused = isinstance(cause, (ConfigError, DataNotFoundError)) and not Path(out, "config.yaml").exists()
-            if refused and _Sweep.dir is not None and not _Sweep.ran:
-                _Sweep.refused.append(str(cause).splitlines()[0])
-                _Sweep.held.append(line)
-                return None
-            if not refused:
-                _Sweep.ran += 1
-            _Sweep.flush()
-            print(line, file=sys.stderr)
-            return None
+            message = str(cause).splitlines()[0]
+            if isinstance(cause, (ConfigError, DataNotFoundError)) and not Path(out, "config.yaml").exists():
+                return JobOutcome("refused", out, message=message)   # reported by the launching process
+            print(f"fedcluster: error: {out}: {cause}", file=sys.stderr)
+            return JobOutcome("failed", out, message=message)
         _fail(str(cause), code=1 if isinstance(cause, (RunFault, WriteFailed)) else 2)   # a machine fault: exit 1
-    if multirun:
-        _Sweep.job_ran()
+    objective = objective_value(cfg, summary)
     if summary.get("already_complete"):
         status = summary.get("status", "complete")
         if status != "complete":
             message = f"{out} holds this config's run, which ended: {summary.get('error', status)}"
             if multirun:
                 print(f"fedcluster: error: {message}", file=sys.stderr)
-                _FAILED.append(f"{Path(out).name}: {status}")
-                return None
+                return JobOutcome("failed", out, message=f"ended: {summary.get('error', status)}")
             _fail(message + " (overwrite=true runs it again)")
         print(f"fedcluster: {out} already holds this config's finished run; nothing redone "
               "(overwrite=true runs it again)", file=sys.stderr)
-        return objective_value(cfg, summary)
+        return JobOutcome("skipped", out, objective) if multirun else objective
     print(f"fedcluster: wrote {out} ({summary['wall_time_s']:.1f} s)", file=sys.stderr)
-    return objective_value(cfg, summary)
+    return JobOutcome("finished", out, objective) if multirun else objective
 
 
 GROUPS = ("dataset", "partition", "model", "algorithm", "hardware")
@@ -225,7 +196,7 @@ def _one_line_composition_errors(conf: Path) -> None:
             in_job = any(frame.name == "_task" for frame in traceback.extract_tb(e.__traceback__))
             line = None if (in_job or os.environ.get("HYDRA_FULL_ERROR") == "1") else one_line(e, conf)
             if line is not None:
-                _Sweep.discard()   # a sweep stopped by a job's composition error leaves nothing
+                Sweep.discard()   # a sweep stopped before its jobs ran leaves nothing
                 _fail(line)
 
             def again(error=e):   # Hydra's own report of the same error

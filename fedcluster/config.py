@@ -109,9 +109,14 @@ def _name_excluded_keys() -> list:
 
 
 def register_resolvers() -> None:
-    for name, fn in (("fc_unique", _unique), ("fc_subdir", _subdir), ("fc_name_excluded_keys", _name_excluded_keys)):
+    """fc_unique is cached like Hydra's `now`: a launcher copies the launching process's resolver
+    cache into every job's config (ConfigLoader.load_sweep_config) and the cache travels with the
+    pickled config, so a job in another process (joblib, submitit, Ray, SLURM) resolves
+    hydra.sweep.dir to the directory the sweep announced, not to one with its own suffix."""
+    for name, fn, cached in (("fc_unique", _unique, True), ("fc_subdir", _subdir, False),
+                             ("fc_name_excluded_keys", _name_excluded_keys, False)):
         if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, fn)
+            OmegaConf.register_new_resolver(name, fn, use_cache=cached)
 
 
 def config_dir() -> Path:

@@ -1,5 +1,5 @@
 """Sweeps through Hydra launchers: joblib (hydra/launcher=parallel) and submitit's local executor
-run every job to the end, and a job preempted the way SLURM preempts (submitit's signal, its
+run every job to the end in the directory the sweep announced, and a job preempted the way SLURM preempts (submitit's signal, its
 checkpoint hook, a requeue) resumes from fedcluster's checkpoint and ends with the metrics of a
 run that was never stopped."""
 import json
@@ -27,6 +27,43 @@ def finished(tmp_path):
     return sorted(json.loads(p.read_text())["seed"] for p in (tmp_path / "sweep").glob("*/summary.json"))
 
 
+def default_sweep(tmp_path, *args):
+    """A sweep with the default sweep directory (outputs/multirun/<time>_<4 hex>, resolved once in
+    the launching process): its exit code, stderr and the one directory it made."""
+    proc = subprocess.run([sys.executable, "-m", "fedcluster", "-m", *TINY, "progress=false", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    made = list((tmp_path / "outputs" / "multirun").iterdir())
+    assert len(made) == 1, (made, proc.stderr[-2000:])   # every job under one directory
+    return proc.returncode, proc.stderr, made[0]
+
+
+def closing_line(stderr, where, finished, skipped, failed):
+    return (f"fedcluster: sweep {where}: {finished} finished, {skipped} skipped (already finished), {failed} failed; "
+            f"the table: fedcluster-report {where}") in stderr.splitlines()
+
+
+def reported_seeds(sweep_dir):
+    from fedcluster.api import load_runs
+    return sorted(load_runs(sweep_dir)["seed"].unique())
+
+
+@pytest.mark.parametrize("launcher", ["parallel", "submitit_local"])
+def test_a_launchers_sweep_stays_in_its_announced_directory_reports_and_resumes(tmp_path, launcher):
+    """Jobs in other processes resolve the default sweep directory to the one the sweep announced
+    (not to one with their own process's suffix); a job that cannot be composed is reported and
+    the others finish; the same command with that directory skips the finished jobs."""
+    pytest.importorskip(f"hydra_plugins.hydra_{'joblib' if launcher == 'parallel' else 'submitit'}_launcher")
+    code, err, where = default_sweep(tmp_path, f"hydra/launcher={launcher}", "rounds=1", "seed=0,1,abc")
+    announced = where.relative_to(tmp_path)
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert closing_line(err, announced, 2, 0, 1), err[-2000:]
+    assert "seed=abc: wrong type for seed" in err
+    assert reported_seeds(where) == [0, 1]
+    code, err, again = default_sweep(tmp_path, f"hydra/launcher={launcher}", "rounds=1", "seed=0,1",
+                                     f"hydra.sweep.dir={announced}")
+    assert code == 0 and again == where and closing_line(err, announced, 0, 2, 0), err[-2000:]
+
+
 def test_parallel_launcher_runs_jobs_side_by_side(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     proc = sweep(tmp_path, "hydra/launcher=parallel", "hydra.launcher.n_jobs=2", "rounds=2", "seed=0,1")
@@ -35,14 +72,6 @@ def test_parallel_launcher_runs_jobs_side_by_side(tmp_path):
     assert finished(tmp_path) == [0, 1]
     threads = {json.loads(p.read_text())["threads"] for p in (tmp_path / "sweep").glob("*/summary.json")}
     assert threads == {max(1, os.cpu_count() // 2)}   # joblib's per-worker thread limit: cores / n_jobs
-
-
-def test_submitit_local_launcher_runs_the_sweep(tmp_path):
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    proc = sweep(tmp_path, "hydra/launcher=submitit_local", "rounds=2", "seed=0,1")
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err[-2000:]
-    assert finished(tmp_path) == [0, 1]
 
 
 def _job_pids(folder: Path):

@@ -322,14 +322,14 @@ def test_composition_errors_are_one_line_and_leave_nothing(tmp_path, args, needl
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["rouns=2,3"], "rouns is not a setting (did you mean rounds?)"),                  # a job's composition error
-    (["seed=0,abc"], "seed=abc: wrong type for seed"),
+    (["rouns=2,3"], "all 2 jobs of the sweep were refused, nothing was written: rouns is not a setting (did you "
+                    "mean rounds?)"),                                                   # every job's composition error
     (["rounds=range(-1,1)"], "all 2 jobs of the sweep were refused, nothing was written: rounds=-1 is out of range"),
     (["seed=0,1", "train.lr=-1"], "all 2 jobs of the sweep were refused, nothing was written: train.lr=-1.0 is out "
                                   "of range; allowed: > 0"),   # one reason, said once
 ])
 def test_a_refused_sweep_is_one_line_and_leaves_nothing(tmp_path, args, needle):
-    """A sweep stopped by a job's composition error, or whose every job is refused, leaves no
+    """A sweep whose every job is refused (a bad value, a config that cannot be composed) leaves no
     sweep directory (Hydra's multirun.yaml included) and no parent it created."""
     sweep = tmp_path / "X" / "a" / "b" / "c"
     proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", *args, f"hydra.sweep.dir={sweep}"],
@@ -345,14 +345,22 @@ def test_a_preset_whose_every_job_is_refused_leaves_nothing_in_its_default_direc
     assert not (tmp_path / "outputs").exists()
 
 
-def test_a_sweep_with_a_refused_job_keeps_the_others_and_names_the_refusal(tmp_path):
+@pytest.mark.parametrize("grid, refusal", [
+    ("rounds=0,1", "rounds=0 is out of range"),                 # a bad value
+    ("seed=1,abc", "seed=abc: wrong type for seed"),            # a job whose config cannot be composed
+])
+def test_a_sweep_with_a_refused_job_keeps_the_others_and_names_the_refusal(tmp_path, grid, refusal):
     sweep = tmp_path / "sweep"
-    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", "rounds=0,1", f"hydra.sweep.dir={sweep}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", "rounds=1", grid,
+                           f"hydra.sweep.dir={sweep}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "rounds=0 is out of range" in proc.stderr and "1 job(s) of the sweep failed" in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("fedcluster: error:")]
+    assert len(errors) == 1 and refusal in errors[0], proc.stderr
+    closing = proc.stderr.strip().splitlines()[-1]
+    assert closing == (f"fedcluster: sweep {sweep}: 1 finished, 0 skipped (already finished), 1 failed; "
+                       f"the table: fedcluster-report {sweep}")
     assert [json.loads(p.read_text())["rounds"] for p in sweep.glob("*/summary.json")] == [1]
-    assert (sweep / "multirun.yaml").exists()
+    assert {p.name for p in sweep.iterdir()} == {"multirun.yaml", next(sweep.glob("*/summary.json")).parent.name}
 
 
 def test_an_empty_sweep_directory_is_named_as_such(tmp_path):

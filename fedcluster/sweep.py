@@ -1,0 +1,168 @@
+"""A sweep's jobs, whatever launcher runs them: each job ends as a JobOutcome that the launching
+process collects, and the sweep ends with one line (finished, skipped, failed jobs) and the
+`fedcluster-report` command that reads them.
+
+Hydra ends a sweep at its first failed job (its sweepers read every JobReturn's value, which
+re-raises the job's exception) and at the first job whose config cannot be composed (the basic
+sweeper composes every job before launching any). `install` wraps two Hydra methods in the
+launching process so that one bad job is reported and the others go on:
+- composing a job: a job whose overrides cannot be composed gets the sweep's base config, its own
+  overrides (so its own directory name) and the one-line reason under REFUSAL_KEY; its task
+  returns "refused" without building anything;
+- launching: each job's return value (a JobOutcome, made in this process or in a launcher's worker)
+  is recorded and replaced by the job's objective, the number a sweeper (basic, Optuna) expects; a
+  job that raised outside fedcluster's task is recorded as failed.
+A launcher runs jobs in other processes (joblib, submitit, Ray, SLURM), so nothing here relies on
+state shared with a job: the outcome travels back in the JobReturn."""
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+REFUSAL_KEY = "fc_job_refused"   # set on a job's config when its overrides could not be composed
+
+
+@dataclass
+class JobOutcome:
+    """How one job ended. status: finished (ran now), skipped (its finished run was already
+    there), failed (stopped after it started: divergence, a fault, a bug), refused (a bad value
+    or a config that cannot be composed: nothing was written)."""
+    status: str
+    where: str
+    objective: Optional[float] = None
+    message: str = ""
+
+
+class Sweep:
+    """The launching process's sweep."""
+    dir: Optional[str] = None
+    outcomes: List[JobOutcome] = []
+
+    @classmethod
+    def start(cls, sweep_dir: str) -> None:
+        cls.dir, cls.outcomes = sweep_dir, []
+
+    @classmethod
+    def record(cls, outcome: JobOutcome) -> None:
+        cls.outcomes.append(outcome)
+
+    @classmethod
+    def count(cls, *statuses: str) -> int:
+        return sum(o.status in statuses for o in cls.outcomes)
+
+    @classmethod
+    def all_refused(cls) -> bool:
+        return bool(cls.outcomes) and cls.count("refused") == len(cls.outcomes)
+
+    @classmethod
+    def reasons(cls) -> List[str]:
+        """Each distinct refusal reason once, in order."""
+        return list(dict.fromkeys(o.message for o in cls.outcomes if o.status == "refused"))
+
+    @classmethod
+    def closing_line(cls) -> str:
+        """`sweep DIR: 3 finished, 1 skipped (already finished), 1 failed; the table: fedcluster-report DIR`."""
+        parts = [f"{cls.count('finished')} finished", f"{cls.count('skipped')} skipped (already finished)",
+                 f"{cls.count('failed', 'refused')} failed"]
+        return f"sweep {cls.dir}: {', '.join(parts)}; the table: fedcluster-report {cls.dir}"
+
+    @classmethod
+    def discard(cls) -> None:
+        """Remove the sweep directory this process created (and its new parents) when no job wrote
+        anything in it: only Hydra's multirun.yaml (and submitit's job logs) are there."""
+        import shutil
+        from .rundir import created_here, discard_created
+        d = cls.dir
+        if d is None or not created_here(d):
+            return
+        entries = {e.name for e in Path(d).iterdir()} if Path(d).is_dir() else set()
+        if entries <= {"multirun.yaml", ".submitit"}:
+            if "multirun.yaml" in entries:
+                (Path(d) / "multirun.yaml").unlink()
+            if ".submitit" in entries:
+                shutil.rmtree(Path(d) / ".submitit")
+            discard_created(d)
+
+
+def job_label(where: str) -> str:
+    return Path(where).name if where else "a job"
+
+
+def _output_dir(ret) -> str:
+    try:
+        return str(ret.hydra_cfg.hydra.runtime.output_dir)
+    except Exception:   # noqa: BLE001 -- a launcher that failed before the job's config was set
+        return ""
+
+
+def collect(ret) -> None:
+    """Record one JobReturn's outcome and leave the sweeper the job's objective."""
+    from hydra.core.utils import JobStatus
+    if ret.status == JobStatus.FAILED:   # raised outside fedcluster's task (a launcher, Hydra itself)
+        error = ret._return_value
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        print(text.rstrip(), file=sys.stderr)
+        outcome = JobOutcome("failed", _output_dir(ret), message=f"{type(error).__name__}: {error}".splitlines()[0])
+        ret.status = JobStatus.COMPLETED
+        ret.return_value = None
+    else:
+        value = ret._return_value
+        outcome = value if isinstance(value, JobOutcome) else JobOutcome("finished", _output_dir(ret), objective=value)
+        ret.return_value = outcome.objective
+    Sweep.record(outcome)
+
+
+def _refusing_load_sweep_config(original):
+    def load_sweep_config(self, master_config, sweep_overrides):
+        from omegaconf import open_dict, read_write
+        from .composition import one_line
+        from .config import config_dir
+        try:
+            return original(self, master_config, sweep_overrides)
+        except Exception as e:   # noqa: BLE001 -- a composition error becomes this job's refusal
+            line = one_line(e, config_dir())
+            if line is None:
+                raise
+        from hydra._internal.config_loader_impl import get_overrides_dirname
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        cfg = original(self, master_config, [])
+        naming = cfg.hydra.job.config.override_dirname
+        dirname = get_overrides_dirname(overrides=OverridesParser.create().parse_overrides(list(sweep_overrides)),
+                                        exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep,
+                                        kv_sep=naming.kv_sep)
+        with read_write(cfg), open_dict(cfg):
+            cfg.hydra.overrides.task = list(sweep_overrides)
+            cfg.hydra.job.override_dirname = dirname
+            cfg[REFUSAL_KEY] = line
+        return cfg
+    load_sweep_config.__wrapped__ = original
+    return load_sweep_config
+
+
+def _collecting_instantiate_launcher(original):
+    def instantiate_launcher(self, *args, **kwargs):
+        launcher = original(self, *args, **kwargs)
+        launch = launcher.launch
+
+        def launch_and_collect(job_overrides, initial_job_idx):
+            returns = launch(job_overrides, initial_job_idx)
+            for ret in returns:
+                collect(ret)
+            return returns
+        launcher.launch = launch_and_collect
+        return launcher
+    instantiate_launcher.__wrapped__ = original
+    return instantiate_launcher
+
+
+def install() -> None:
+    """Wrap Hydra's job composition and launcher creation: in the launching process (the CLI) and
+    in a launcher's workers, some of which compose their job's config themselves (joblib); the
+    workers import fedcluster.cli to run the task, which calls this."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.plugins import Plugins
+    load = getattr(ConfigLoaderImpl.load_sweep_config, "__wrapped__", ConfigLoaderImpl.load_sweep_config)
+    ConfigLoaderImpl.load_sweep_config = _refusing_load_sweep_config(load)
+    make = getattr(Plugins.instantiate_launcher, "__wrapped__", Plugins.instantiate_launcher)
+    Plugins.instantiate_launcher = _collecting_instantiate_launcher(make)
