@@ -164,12 +164,16 @@ def help_text(conf: Path) -> str:
              "", "Usage: fedcluster [group=option ...] [key=value ...]      one run",
              "       fedcluster -m key=a,b seed=0,1,2 ...              a sweep (one run per combination)",
              "", "Config groups (group=option):"]
+    from .plugins import config_dirs, group_options, load
     for group in GROUPS:
-        options = sorted(f.stem for f in (conf / group).glob("*.yaml"))
-        lines.append(f"  {group:<10} {', '.join(options)}")
-    presets = sorted(str(f.relative_to(conf / "preset"))[:-5] for f in (conf / "preset").rglob("*.yaml"))
+        lines.append(f"  {group:<10} {', '.join(group_options(group, conf))}")
+    presets = sorted({str(f.relative_to(d / "preset"))[:-5] for d in config_dirs(conf) for f in (d / "preset").rglob("*.yaml")})
     lines += ["", "Presets, each a paper table's sweep (+preset=...):"]
     lines += [f"  +preset={p}" for p in presets]
+    plugins = load()
+    if plugins:
+        lines += ["", "Plugins (their options are listed above with fedcluster's own):"]
+        lines += [f"  {p.name:<20} {p.origin}" + (f"; yaml in {p.conf}" if p.conf else "") for p in plugins]
     lines += ["", "Examples:",
               "  fedcluster algorithm=ifca dataset=fashion_mnist model=lenet rounds=20",
               "  fedcluster -m algorithm=fedsoft,ifca,fedem seed=0,1,2",
@@ -235,6 +239,8 @@ def main() -> None:
             print(help_text(config_dir()), flush=True)
         except BrokenPipeError:   # `fedcluster --help | head`
             sys.stderr.close()
+        except ConfigError as e:   # a plugin that cannot be loaded
+            _fail(str(e))
         return
     try:
         register_schemas()
@@ -242,6 +248,8 @@ def main() -> None:
         conf = config_dir()
         _one_line_composition_errors(conf)
         hydra.main(config_path=str(conf), config_name="config", version_base="1.3")(_task)()
+    except ConfigError as e:   # a plugin that cannot be loaded (plugins.py), before any config exists
+        _fail(str(e))
     except ValueError as e:   # Hydra's check of its own flags (e.g. -m with --cfg), before any config exists
         if not str(e).startswith("Only one of"):
             raise

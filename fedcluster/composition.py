@@ -42,9 +42,9 @@ def _listing(options, limit: int = 30) -> str:
 
 
 def _group_options(conf: Optional[Path], group: str) -> List[str]:
-    if conf is None or not (conf / group).is_dir():
-        return []
-    return sorted(str(f.relative_to(conf / group))[:-5] for f in (conf / group).rglob("*.yaml"))
+    """The group's options in `conf` and the plugins' conf folders."""
+    from .plugins import group_options
+    return group_options(group, conf) if conf is not None else []
 
 
 def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]:

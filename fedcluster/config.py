@@ -10,9 +10,7 @@ names the key, and every constructor parameter can be overridden from the comman
 
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
-import os
 import secrets
-import sys
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -21,6 +19,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from . import algorithms, data, hardware, loggers, models, partitions
+from .conf_dir import config_dir
 from .identity import NAME_EXCLUDED_KEYS
 from .schema import schema_of
 
@@ -119,20 +118,6 @@ def register_resolvers() -> None:
             OmegaConf.register_new_resolver(name, fn, use_cache=cached)
 
 
-def config_dir() -> Path:
-    """The config folder: $FEDCLUSTER_CONF; else conf/ shipped inside the installed package (a wheel
-    or `pip install .`, setup.py copies it there); else conf/ at the repository top level (an
-    editable install or a checkout)."""
-    env = os.environ.get("FEDCLUSTER_CONF")
-    here = Path(__file__).resolve().parent
-    candidates = [Path(env)] if env else [here / "conf", here.parent / "conf"]
-    for path in candidates:
-        if (path / "config.yaml").exists():
-            return path
-    sys.exit(f"fedcluster: no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster "
-             "or set FEDCLUSTER_CONF to the conf/ folder")
-
-
 def compose_config(overrides, conf: Optional[Path] = None, with_hydra: bool = False) -> DictConfig:
     """The config `fedcluster <overrides>` would run, composed outside the command (the API,
     `fedcluster show`, the report's preset check): schemas and resolvers registered, Hydra's
@@ -151,10 +136,19 @@ def compose_config(overrides, conf: Optional[Path] = None, with_hydra: bool = Fa
 
 def register_schemas() -> None:
     """The schemas every option's yaml starts from, and the resolvers the configs use: what any
-    composition of conf/ needs first (the CLI, the API, the report, the tests)."""
+    composition of conf/ needs first (the CLI, the API, the report, the tests). Plugins
+    (plugins.py) are imported first, so their classes get schemas too."""
+    from . import plugins
+    from .errors import ConfigError
     register_resolvers()
+    plugins.load()
     cs = ConfigStore.instance()
     cs.store(name="schema_config", node=Config)
     for group, classes in OPTIONS.items():
-        for cls in classes or algorithm_classes():
+        seen = {}
+        for cls in list(classes or algorithm_classes()) + [c for c in plugins.options(group) if c not in (classes or [])]:
+            other = seen.setdefault(cls.__name__, cls)
+            if other is not cls:
+                raise ConfigError(f"two {group} classes are named {cls.__name__} ({other.__module__} and "
+                                  f"{cls.__module__}); schemas/{group}/<ClassName> must be unique: rename one")
             cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group not in UNNAMED))

@@ -69,19 +69,20 @@ def aligned(rows: List[List[str]]) -> str:
 def show(args: List[str], conf: Path) -> str:
     """The text `fedcluster show <args>` prints; a ValueError for bad arguments."""
     from omegaconf import OmegaConf
+    from .plugins import group_options, option_file
     if not args:
         lines = ["Config groups and their options (fedcluster show group=option for its settings):"]
         for group in GROUPS:
-            lines.append(f"  {group:<10} {', '.join(sorted(f.stem for f in (conf / group).glob('*.yaml')))}")
+            lines.append(f"  {group:<10} {', '.join(group_options(group, conf))}")
         return "\n".join(lines)
     first, overrides = args[0], args[1:]
     group, _, option = first.partition("=")
     if group not in GROUPS:
         raise ValueError(f"{group!r} is not a config group; allowed: {list(GROUPS)}")
-    options = sorted(f.stem for f in (conf / group).glob("*.yaml"))
+    options = group_options(group, conf)
     if not option:
         return "\n".join([f"{group} options (fedcluster show {group}=<option> for its settings):"] +
-                         [f"  {o:<20} {description(conf / group / (o + '.yaml'))}" for o in options])
+                         [f"  {o:<20} {description(option_file(group, o, conf))}" for o in options])
     if option not in options:
         raise ValueError(f"{group}={option} is not an option; allowed: {options}")
     from .config import compose_config
@@ -91,7 +92,7 @@ def show(args: List[str], conf: Path) -> str:
     from hydra.utils import get_class
     cls = get_class(values["_target_"])
     doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")   # the class's own, not a base's
-    lines = [f"{group}={option}: {description(conf / group / (option + '.yaml'))}",
+    lines = [f"{group}={option}: {description(option_file(group, option, conf))}",
              f"class {values['_target_']}" + (" (settings from the class's signature)" if doc else ""), ""]
     if doc:
         lines += ["  " + line for line in doc.split("\n\n")[0].splitlines()] + [""]

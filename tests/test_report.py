@@ -92,15 +92,16 @@ def test_runs_of_different_lengths_are_never_averaged(tmp_path):
     assert sorted(frame["rounds"].tolist()) == [12, 30] and frame["seeds"].tolist() == [1, 1]
 
 
-def test_same_config_and_seed_twice_is_an_error_naming_both(tmp_path, capsys):
+def test_same_config_and_seed_twice_is_listed_and_counted_once(tmp_path, capsys):
+    """A duplicate run is not fatal: the table is printed with one of them (the first by path) and
+    the other is listed as skipped, naming the one it repeats."""
     make_run(tmp_path / "a", 0)
     make_run(tmp_path / "b", 0)
-    with pytest.raises(SystemExit) as e:
-        main([str(tmp_path)])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and str(tmp_path / "a") in err[0] and str(tmp_path / "b") in err[0]
-    assert "same config and seed 0" in err[0]
+    make_run(tmp_path / "c", 1)
+    build_report(tmp_path)
+    assert _csv(tmp_path)["seeds"].tolist() == [2]
+    report = (tmp_path / "report.md").read_text()
+    assert f"{tmp_path / 'b'}" in report and f"the same config and seed 0 as {tmp_path / 'a'}" in report
 
 
 def test_ignored_keys_do_not_split(tmp_path):

@@ -134,12 +134,13 @@ def sort_key(value):
 
 
 def _is_fedcluster_config(config) -> bool:
-    """A config.yaml written by fedcluster: its algorithm node instantiates a fedcluster class.
+    """A config.yaml written by fedcluster, whatever classes it names (a plugin's algorithm or model
+    included): the run's five group nodes, each instantiating a class, beside `rounds` and `seed`.
     Keeps unrelated folders' config.yaml files (e.g. under /tmp) out of the report."""
-    if not isinstance(config, dict):
+    if not isinstance(config, dict) or not {"rounds", "seed"} <= set(config):
         return False
-    algorithm = config.get("algorithm")
-    return isinstance(algorithm, dict) and str(algorithm.get("_target_", "")).startswith("fedcluster.")
+    nodes = [config.get(group) for group in ("dataset", "partition", "model", "algorithm", "hardware")]
+    return all(isinstance(node, dict) and node.get("_target_") for node in nodes)
 
 
 def _read_config(path: Path) -> Tuple[Optional[dict], Optional[str]]:
@@ -267,8 +268,26 @@ def discover(root: Path) -> Found:
         elif CONFIG_FILE in filenames or CHECKPOINT_FILE in filenames:
             _load_unfinished(path, filenames, found)
     found.runs.sort(key=lambda r: str(r.path))
+    _skip_duplicates(found)
     found.skipped.sort(key=lambda s: str(s.path))
     return found
+
+
+def _skip_duplicates(found: Found) -> None:
+    """The same config and seed twice (a sweep run twice into new directories, a copied folder):
+    one experiment, so one run is kept, the first by path, and each other is listed as skipped,
+    naming the run it repeats."""
+    kept: Dict[tuple, Run] = {}
+    unique = []
+    for run in found.runs:
+        key = (tuple(sorted((k, freeze(v)) for k, v in run.flat.items())), freeze(run.seed))
+        if key in kept:
+            found.skipped.append(Skipped(run.path, f"duplicate: the same config and seed {run.seed} as "
+                                                   f"{kept[key].path} (kept; not averaged twice)"))
+        else:
+            kept[key] = run
+            unique.append(run)
+    found.runs = unique
 
 
 def _scope(key: str) -> Optional[str]:

@@ -1,0 +1,18 @@
+"""Where fedcluster's own config folder is (the CLI, the API, the plugins' checks read it)."""
+import os
+import sys
+from pathlib import Path
+
+
+def config_dir() -> Path:
+    """The config folder: $FEDCLUSTER_CONF; else conf/ shipped inside the installed package (a wheel
+    or `pip install .`, setup.py copies it there); else conf/ at the repository top level (an
+    editable install or a checkout)."""
+    env = os.environ.get("FEDCLUSTER_CONF")
+    here = Path(__file__).resolve().parent
+    candidates = [Path(env)] if env else [here / "conf", here.parent / "conf"]
+    for path in candidates:
+        if (path / "config.yaml").exists():
+            return path
+    sys.exit(f"fedcluster: no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster "
+             "or set FEDCLUSTER_CONF to the conf/ folder")
