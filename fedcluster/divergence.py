@@ -24,12 +24,13 @@ class DivergenceWatch:
         self.reference = state.get("reference")
 
     def check(self, t: int, clients: torch.Tensor, result) -> None:
-        """Raise NonFiniteLossError if round t's training diverged (one host read per round)."""
+        """Raise NonFiniteLossError if round t's training diverged (one host read per round). The
+        message counts rounds from 1, as the progress lines do (t is the 0-based round index)."""
         bad = ~(result.finite & all_finite(result.params))
         M = len(clients)
         if bool(bad.any()):
             k = int(clients[torch.nonzero(bad)[0, 0]])
-            raise NonFiniteLossError(f"round {t}: training loss became NaN/inf at client {k} "
+            raise NonFiniteLossError(f"round {t + 1}: training loss became NaN/inf at client {k} "
                                      f"({int(bad.sum())} of {M} clients) with train.lr={self.lr}; "
                                      "lower train.lr or check the data")
         if self.factor is None or result.first_loss is None:
@@ -44,6 +45,6 @@ class DivergenceWatch:
         worst = int(torch.argmax(ratio))
         if float(ratio[worst]) > self.factor:
             raise NonFiniteLossError(
-                f"round {t}: training diverged at client {int(clients[worst])}: loss "
+                f"round {t + 1}: training diverged at client {int(clients[worst])}: loss "
                 f"{float(result.last_loss[worst]):.3g}, {float(ratio[worst]):.2g}x the starting loss "
                 f"{self.reference:.3g} (divergence_factor={self.factor:g}) with train.lr={self.lr}; lower train.lr")

@@ -36,7 +36,7 @@ def test_ari_invariant_to_labels():
 
 
 def test_nan_loss_stops_with_round_and_client(tmp_path):
-    with pytest.raises(NonFiniteLossError, match=r"round 0: .*client \d+"):
+    with pytest.raises(NonFiniteLossError, match=r"round 1: .*client \d+"):
         run(make_cfg(SMALL + ["algorithm=fedavg", "train.optimizer=sgd", "train.lr=1e6"]), tmp_path)
     assert not (tmp_path / "metrics.csv").exists()
 

@@ -98,7 +98,7 @@ def test_two_runs_started_together_get_two_directories(tmp_path):
 def test_divergence_is_an_error_not_a_result(tmp_path):
     out = tmp_path / "run"
     proc = cli("rounds=5", "train.lr=1e6", f"hydra.run.dir={out}", cwd=tmp_path)
-    one_line_error(proc, "round 0", "client", "train.lr=1000000.0", "diverged")
+    one_line_error(proc, "round 1", "client", "train.lr=1000000.0", "diverged")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "diverged" and "train.lr" in summary["error"]
 

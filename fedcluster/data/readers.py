@@ -88,7 +88,7 @@ def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, do
         names = [n.replace("t10k", "test") for n in names]
     paths = [_find(folders, n) for n in names]
     if any(p is None for p in paths) and download is not None:
-        download()
+        fetch_or_explain(download, dataset, how_to_get)
         paths = [_find(folders, n) for n in names]
     missing = [n for n, p in zip(names, paths) if p is None]
     if missing:
@@ -109,6 +109,16 @@ def _idx_set(folders: List[Path], prefix: str, dataset: str, how_to_get: str, do
                                        f"(labels 0-{num_classes - 1}), so it is damaged or another data set's file")
     as_images = lambda a: torch.from_numpy(a.copy()).unsqueeze(1)
     return as_images(tx), torch.from_numpy(ty.astype(np.int64)), as_images(vx), torch.from_numpy(vy.astype(np.int64))
+
+
+def fetch_or_explain(download: Callable, dataset: str, how_to_get: str) -> None:
+    """Run a download; a failure (offline: URLError, a refused connection, a full disk) is one line
+    naming the data set, the cause and the other ways to get it, not a traceback from urllib."""
+    try:
+        download()
+    except Exception as e:   # noqa: BLE001 -- any failed fetch is the user's to fix the same way
+        cause = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+        raise DataNotFoundError(f"{dataset}: dataset.download=true could not fetch it ({cause}); {how_to_get}") from e
 
 
 def _torchvision_download(cls_name: str, root: Path, **kwargs) -> Callable:
@@ -146,7 +156,8 @@ def cifar10(root: Path, download: bool = False) -> Arrays:
     folder = root / "cifar-10-batches-py"
     files = [folder / f"data_batch_{i}" for i in range(1, 6)] + [folder / "test_batch"]
     if not all(f.exists() for f in files) and download:
-        _torchvision_download("CIFAR10", root)()
+        fetch_or_explain(_torchvision_download("CIFAR10", root), "CIFAR-10",
+                         "put the torchvision layout (cifar-10-batches-py/) under dataset.root")
     missing = [f for f in files if not f.exists()]
     if missing:
         raise DataNotFoundError(f"CIFAR-10: {missing[0]} not found; put the torchvision layout "

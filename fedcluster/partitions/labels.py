@@ -49,10 +49,7 @@ class LabelPartition:
         """The partition protocol (partitions/allocation.py): one labelled pool split over the
         clients by class (`split`), each client's held-out local test samples from the source's
         test pool with the same class shares."""
-        if view.task not in ("classification", "reconstruction") or len(view.distribution_names) != 1:
-            raise ConfigError(f"partition={self.name} splits one labelled pool by class; the dataset has "
-                              f"{len(view.distribution_names)} distributions ({view.distribution_names}). "
-                              "Use dataset.distributions='[{rotation: 0}]'")
+        require_one_labelled_pool(self.name, view)
         train_labels, test_labels = view.labels("train"), view.labels("test")
         need = self.num_clients * self.min_samples
         if need > len(train_labels):
@@ -188,3 +185,17 @@ class ClusteredNClassLabels(ClusterPartition):
         for i in range(self.num_clients):
             has[rng.choice(sets[truth[i]], self.classes_per_client, replace=False), i] = True
         return _equal_split(has), truth
+
+
+def require_one_labelled_pool(partition: str, view) -> None:
+    """A label partition splits one labelled pool by class: refuse a regression source (no
+    classes; the fix is another data set) or a source of several distributions (the fix, for an
+    image set, is one rotation), each with the fix that applies."""
+    if view.task not in ("classification", "reconstruction"):
+        raise ConfigError(f"partition={partition} splits a labelled pool by class; this dataset is {view.task} data "
+                          "without classes: use an image or text data set (e.g. dataset=fashion_mnist), or a mixture "
+                          "partition (mix_10_90, mix_30_70, linear, random, clustered)")
+    if len(view.distribution_names) != 1:
+        raise ConfigError(f"partition={partition} splits one labelled pool by class; the dataset has "
+                          f"{len(view.distribution_names)} distributions ({view.distribution_names}). "
+                          "Use dataset.distributions='[{rotation: 0}]'")
