@@ -1,18 +1,20 @@
 """fedcluster: config-driven runner for clustered federated learning experiments.
 
 `fedcluster.run(["algorithm=ifca", "rounds=5"])` runs one experiment as the `fedcluster` command
-would; `fedcluster.load_runs("outputs")` reads every finished run below a folder into one DataFrame."""
+would; `fedcluster.load_runs("outputs", final=True)` reads every finished run below a folder into
+one DataFrame (its last round's values). Both live in fedcluster.api and are imported on first use,
+so `import fedcluster` stays light (the CLI installs its signal handlers before torch loads)."""
 
 __version__ = "0.1.0"
+__all__ = ["run", "load_runs", "RunResult"]
 
 
-def run(overrides=(), output_dir=None):
-    """See fedcluster.api.run."""
-    from .api import run as _run
-    return _run(overrides, output_dir)
+def __getattr__(name):
+    if name in __all__:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'fedcluster' has no attribute {name!r}")
 
 
-def load_runs(path):
-    """See fedcluster.api.load_runs."""
-    from .api import load_runs as _load
-    return _load(path)
+def __dir__():
+    return sorted(list(globals()) + __all__)

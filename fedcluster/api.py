@@ -9,16 +9,28 @@ import pandas as pd
 
 @dataclass
 class RunResult:
-    summary: dict           # summary.json
-    metrics: pd.DataFrame   # metrics.csv
+    """What `run` returns: the run's summary.json, its metrics.csv and its directory."""
+    summary: dict           # summary.json: status, final means over clients ("local"), ARI, times, versions
+    metrics: pd.DataFrame   # metrics.csv: one row per round, model, model_index, eval_set, metric, value
     path: Path              # the run directory
 
 
 def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunResult:
-    """One run, as `fedcluster <overrides>` would do it (same config, checks and files), in
-    `output_dir` or the CLI's default directory outputs/runs/<time>_<algorithm>_..._<4 hex>/
-    (relative to the working directory). `+preset=...` works; a preset's multirun grid does not
-    (sweeps: the `fedcluster -m` command)."""
+    """Run one experiment as `fedcluster <overrides>` would: the same composed config, checks,
+    files and results.
+
+    overrides: command-line style strings, e.g. ["algorithm=ifca", "dataset=fashion_mnist",
+        "rounds=5", "train.lr=0.01"]; `+preset=...` works, but a preset's multirun grid does not
+        (sweeps: the `fedcluster -m` command).
+    output_dir: the run directory; None: the CLI's default, outputs/runs/<time>_<algorithm>_..._<4 hex>/
+        under the working directory. A directory that holds this config's finished run is not
+        redone (its results are returned); another config's run there is an error.
+    Returns a RunResult (summary, metrics, path). Bad values raise fedcluster.errors.ConfigError
+    with the one-line message the CLI prints, before anything is written.
+
+    >>> r = fedcluster.run(["algorithm=ifca", "rounds=5"], output_dir="outputs/api/ifca")
+    >>> r.summary["local"]["local_test_mse"]
+    """
     from omegaconf import open_dict
 
     from .config import compose_config
@@ -33,10 +45,20 @@ def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunR
     return RunResult(summary, pd.read_csv(out / "metrics.csv"), out)
 
 
-def load_runs(path) -> pd.DataFrame:
-    """Every finished run below `path`: its metrics.csv rows with the run's config keys as columns
+def load_runs(path, final: bool = False) -> pd.DataFrame:
+    """Every finished run below `path` as one tidy DataFrame: each run's metrics.csv rows
+    (round, model, model_index, eval_set, metric, value) with the run's config keys as columns
     (dotted names such as `algorithm.name`, `train.lr`, `seed`) and `run_dir`. Unfinished or
-    diverged runs are left out (fedcluster-report lists them)."""
+    diverged runs are left out, and of two runs with the same config and seed the first by path
+    is kept (fedcluster-report lists both kinds).
+
+    final: keep only each series' last recorded round (per run, model, model_index, eval_set and
+        metric), i.e. the run's final values; False: every round (learning curves).
+
+    >>> df = fedcluster.load_runs("outputs/multirun/2026-11-25_10-00-00_ab12", final=True)
+    >>> local = df[(df.model == "local") & (df.eval_set == "local_test") & (df.metric == "accuracy")]
+    >>> local.groupby(["algorithm.name", "seed"])["value"].mean()   # mean over clients, per run
+    """
     from .results.runs import discover
 
     frames = []
@@ -47,4 +69,9 @@ def load_runs(path) -> pd.DataFrame:
         frames.append(metrics.assign(**config, run_dir=str(r.path)))
     if not frames:
         raise FileNotFoundError(f"no finished fedcluster run under {path}")
-    return pd.concat(frames, ignore_index=True)
+    df = pd.concat(frames, ignore_index=True)
+    if final:
+        series = ["run_dir", "model", "model_index", "eval_set", "metric"]
+        last = df.groupby(series, dropna=False)["round"].transform("max")
+        df = df[df["round"] == last].reset_index(drop=True)
+    return df

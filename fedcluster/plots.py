@@ -156,12 +156,23 @@ def seed_band(seeds):
     return mean, dev
 
 
-def write_curves(path: Path, panels, ylabel: str, ylim=None) -> None:
+def line_colors(labels) -> dict:
+    """One colour per line label, the same in every figure of a report (labels in sorted order
+    over tab10, then tab20 when there are more than ten)."""
+    labels = sorted(set(labels))
+    palette = plt.cm.tab10.colors if len(labels) <= 10 else plt.cm.tab20(np.linspace(0, 1, 20))
+    return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+
+
+def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds=(-np.inf, np.inf)) -> None:
     """panels = [(title, {label: [value per round] or [[...] per seed]})]; index t-1 of a curve
     is round t. One line per label through the rounds that have a value: the mean over the seeds
-    that have one, and a band of +-1 std where two or more do; None marks a round without a value
-    (not evaluated, or the CAM methods' warm-up without a clustering), left out rather than drawn
-    as 0. Up to four panels per row."""
+    that have one, and a band of +-1 std where two or more do, clipped to the metric's range
+    `bounds`; None marks a round without a value (not evaluated, or the CAM methods' warm-up without
+    a clustering), left out rather than drawn as 0. `colors` {label: colour} keeps a label's colour
+    across panels and figures (default: line_colors of these panels). Legends sit inside each
+    panel. Up to four panels per row."""
+    colors = colors or line_colors(label for _, curves in panels for label in curves)
     cols = min(len(panels), 4)
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, sharey=True)
@@ -175,25 +186,26 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None) -> None:
             x = np.arange(1, len(mean) + 1)[keep]
             mean, dev = mean[keep], dev[keep]
             line, = ax.plot(x, mean, label=label + (f" (n={len(seeds)} seeds)" if np.isfinite(dev).any() else ""),
-                            marker="." if len(x) <= 30 else None)
+                            marker="." if len(x) <= 30 else None, color=colors.get(label))
             if np.isfinite(dev).any():
-                ax.fill_between(x, mean - dev, mean + dev, where=np.isfinite(dev), color=line.get_color(), alpha=0.2,
-                                lw=0)
+                ax.fill_between(x, np.clip(mean - dev, *bounds), np.clip(mean + dev, *bounds), where=np.isfinite(dev),
+                                color=line.get_color(), alpha=0.2, lw=0)
         ax.set_xlim(0.5, longest + 0.5)   # from round 1, so rounds without a value show as a gap
         round_axis(ax)
         ax.set_title(title, fontsize=9)
         ax.set_ylabel(ylabel)
         if ylim is not None:
             ax.set_ylim(*ylim)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="best", framealpha=0.8)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     save(fig, path)
 
 
-def write_ari_over_rounds(path: Path, panels) -> None:
-    """CLoVE Figure 2 style: ARI of the clients' clustering against the true clusters per round."""
-    write_curves(path, panels, "ARI vs true clusters", (-0.05, 1.05))
+def write_ari_over_rounds(path: Path, panels, colors=None) -> None:
+    """CLoVE Figure 2 style: ARI of the clients' clustering against the true clusters per round
+    (bands clipped to the ARI's range, [-1, 1])."""
+    write_curves(path, panels, "ARI vs true clusters", (-0.05, 1.05), colors, bounds=(-1.0, 1.0))
 
 
 def final_first_cluster_weights(run_dir: Path) -> pd.Series:

@@ -25,6 +25,19 @@ def test_python_api_runs_and_loads_runs(tmp_path):
     assert (df["algorithm.name"] == "fedsoft").all() and "train.lr" in df
     assert len(df) == len(a.metrics) + len(b.metrics)
 
+    final = fedcluster.load_runs(tmp_path / "runs", final=True)   # each series' last round only
+    assert set(final["round"]) == {1} and final["run_dir"].nunique() == 2
+    last = a.metrics[a.metrics["round"] == 1]
+    mine = final[final["run_dir"] == str(a.path)]
+    assert len(mine) == len(last) and sorted(mine["value"]) == sorted(last["value"])
+
+
+def test_the_api_is_documented_where_it_is_called():
+    """help(fedcluster.run) shows the function's own signature and docstring, not a pointer."""
+    import inspect
+    assert "overrides" in str(inspect.signature(fedcluster.run)) and "final" in str(inspect.signature(fedcluster.load_runs))
+    assert "output_dir:" in fedcluster.run.__doc__ and "final:" in fedcluster.load_runs.__doc__
+
 
 def test_api_default_directory_is_the_clis(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

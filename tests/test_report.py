@@ -252,7 +252,9 @@ def test_paper_column_labelled_when_the_protocol_differs(tmp_path):
     text = build_report(tmp_path / "short")
     assert "paper c(theta_0) (different protocol: rounds 50 vs ours 20)" in text
     frame = pd.read_csv(tmp_path / "short" / "report_fedsoft_table1_synthetic.csv")
-    assert "paper c(theta_0) (different protocol: rounds 50 vs ours 20)" in frame.columns
+    assert not [c for c in frame.columns if "(" in c.replace("c(theta", "")]   # plain CSV column names
+    assert "paper c(theta_0) mean" in frame.columns and set(frame["paper protocol differs"]) == {"rounds 50 vs ours 20"}
+    assert "ours c(theta_0) − paper" in frame.columns and "ours c(theta_0) − paper within 2 std" in frame.columns
 
 
 def test_ari_by_round_with_none_entries(tmp_path):

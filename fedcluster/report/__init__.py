@@ -13,7 +13,7 @@ from ..io import write_csv, write_text
 from ..results.cells import Stat
 from .render import listing, render
 from ..results.runs import ReportError, discover
-from .sections import (csv_frame, figure_panels, local_test_curve, sections_for, slug, write_figure,
+from .sections import (csv_frame, figure_panels, line_colors, local_test_curve, sections_for, slug, write_figure,
                        write_learning_curves)
 
 __all__ = ["build_report", "make_report", "main", "ReportError", "Stat", "discover"]
@@ -78,8 +78,9 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Rep
         if extra is not None:
             _save(report, root / f"report_{name}_clusters.csv", write_csv, extra)
     figure = None
+    colors = line_colors(sections)   # one colour per configuration in every figure
     panels = figure_panels(sections)
-    if panels and _save(report, root / "ari_over_rounds.png", write_figure, panels):
+    if panels and _save(report, root / "ari_over_rounds.png", write_figure, panels, colors):
         figure = root / "ari_over_rounds.png"
     curves_written = []
     if figures:
@@ -87,7 +88,7 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Rep
             curves = figure_panels(sections, lambda r, m=metric: local_test_curve(r)
                                    if r.summary.get("key_metric", "accuracy") == m else [None])
             path = root / f"learning_curves_{metric}.png"
-            if curves and _save(report, path, write_learning_curves, curves, metric):
+            if curves and _save(report, path, write_learning_curves, curves, metric, colors):
                 curves_written.append(path)
     report.text = render(sections, listing(found), figure, fmt)
     for path in curves_written:

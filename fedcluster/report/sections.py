@@ -57,7 +57,7 @@ def build_section(name: str, runs: List[Run], notes: Sequence[str] = ()) -> Sect
     split = [k for k in varying if k not in consumed]
     parts = []
     for subtitle, members in split_by(cells, split):
-        table = spec.build(members, tables.Context(name, consumed, spec.protocol))
+        table = tables.with_verdicts(spec.build(members, tables.Context(name, consumed, spec.protocol)))
         table.cells, table.laid_out = members, consumed
         table.split = [(k, members[0].value(k)) for k in split]
         parts.append((subtitle, table))
@@ -121,11 +121,31 @@ def csv_frame(section: Section, which: int) -> Optional[pd.DataFrame]:
         frame = table.frame if which == 0 else (table.extra[which - 1][1] if len(table.extra) >= which else None)
         if frame is None or not len(frame):
             continue
-        frame = to_csv_frame(frame)
+        frame = clean_columns(to_csv_frame(frame))
         for i, (key, value) in enumerate(table.split):
             frame.insert(i, key, value if isinstance(value, (int, float, str)) else show(value))
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else None
+
+PROTOCOL_LABEL = re.compile(r" \(different protocol: (.*)\)")
+
+
+def clean_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """CSV column names without the markdown's '(different protocol: ...)' labels: each such
+    column keeps its plain name, and one `paper protocol differs` column says how (the same
+    text the markdown header gives)."""
+    gaps, names = [], {}
+    for col in frame.columns:
+        match = PROTOCOL_LABEL.search(str(col))
+        if match:
+            gaps.append(match.group(1))
+            names[col] = PROTOCOL_LABEL.sub("", str(col))
+    if not names:
+        return frame
+    frame = frame.rename(columns=names)
+    frame["paper protocol differs"] = "; ".join(dict.fromkeys(gaps))
+    return frame
+
 
 def _line_label(cell: Cell, keys: List[str]) -> str:
     """A figure line's label: the cell's values of the laid-out keys other than data set and
@@ -158,13 +178,16 @@ def figure_panels(sections: List[Section], curve=None):
     return sorted(panels.items())
 
 
+PERCENT_METRICS = ("accuracy", "macro_f1")   # drawn in %, as the tables print them
+
+
 def local_test_curve(run: Run) -> List[Optional[float]]:
-    """The run's key metric on its clients' held-out test splits (mean over clients) per round;
-    None in rounds that were not evaluated."""
+    """The run's key metric on its clients' held-out test splits (mean over clients) per round,
+    in % for accuracy; None in rounds that were not evaluated."""
     key = run.summary.get("key_metric", "accuracy")
     m = pd.read_csv(run.path / "metrics.csv")
     sel = m[(m["model"] == "local") & (m["eval_set"] == "local_test") & (m["metric"] == key)]
-    means = sel.groupby("round")["value"].mean()
+    means = sel.groupby("round")["value"].mean() * (100.0 if key in PERCENT_METRICS else 1.0)
     out: List[Optional[float]] = [None] * int(run.summary.get("rounds", len(means)))
     for t, v in means.items():
         if int(t) < len(out):
@@ -172,12 +195,21 @@ def local_test_curve(run: Run) -> List[Optional[float]]:
     return out
 
 
-def write_figure(path: Path, panels) -> None:
+def line_colors(sections: List[Section]) -> dict:
+    """One colour per figure line (a configuration's label) across every figure of the report."""
+    from ..plots import line_colors as palette
+    return palette(_line_label(cell, table.laid_out) for section in sections for _, table in section.parts
+                   for cell in table.cells)
+
+
+def write_figure(path: Path, panels, colors=None) -> None:
     """The ARI-over-rounds figure (matplotlib is imported only when there is one to draw)."""
     from ..plots import write_ari_over_rounds
-    write_ari_over_rounds(path, panels)
+    write_ari_over_rounds(path, panels, colors)
 
 
-def write_learning_curves(path: Path, panels, metric: str) -> None:
+def write_learning_curves(path: Path, panels, metric: str, colors=None) -> None:
     from ..plots import write_curves
-    write_curves(path, panels, f"local test {metric} (mean over clients)")
+    percent = metric in PERCENT_METRICS
+    write_curves(path, panels, f"local test {metric}{' %' if percent else ''} (mean over clients)", colors=colors,
+                 bounds=(0.0, 100.0) if percent else (0.0, float("inf")) if metric == "mse" else (-float("inf"), float("inf")))

@@ -2,7 +2,7 @@
 but prints as "mean ± std" in markdown and LaTeX and as three numeric columns in CSV."""
 import math
 from dataclasses import dataclass
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,8 @@ class Stat:
     """Values of one metric over a cell's seeds. std is the sample standard deviation
     (ddof=1): the seeds are a sample of the runs one could make, and the population formula
     understates the spread of three seeds by a fifth. `style`: "g" (3 significant digits,
-    2 for the std) or "pct" (one decimal, values already in percent)."""
+    2 for the std), "pct" (one decimal, values already in percent) or "round" (a round number:
+    whole where it is one, else one decimal)."""
     values: Tuple[float, ...]
     style: str = "g"
     note: str = ""   # shown after the numbers (e.g. a center index, "1 never"); CSV: `<col> note`
@@ -71,6 +72,8 @@ class Stat:
             x = 0.0   # identical values over seeds: float noise, not a spread
         if self.style == "pct":
             return f"{x:.1f}"
+        if self.style == "round":
+            return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
         return significant(x, 2 if for_std else 3)
 
     def text(self) -> str:
@@ -87,9 +90,63 @@ class Stat:
         return self.text()
 
 
+def _fmt(x: float, digits: Optional[int]) -> str:
+    return significant(x, 3) if digits is None else f"{x:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Reported:
+    """A number a paper reports, beside ours: its mean and, where the paper gives one, its
+    std; `digits` decimals as printed (None: 3 significant digits). CSV: `<col> mean`, `<col> std`."""
+    mean: float
+    std: Optional[float] = None
+    digits: Optional[int] = 1
+
+    def text(self) -> str:
+        if self.std is None:
+            return _fmt(self.mean, self.digits)
+        return f"{_fmt(self.mean, self.digits)} ± {_fmt(self.std, self.digits)}"
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Our mean minus the paper's, and whether our mean lies inside the paper's mean ± 2 std.
+    The yardstick is the paper's std, or ours (over seeds) where the paper gives none; `basis`
+    names which ("" when neither exists: no verdict, the difference alone)."""
+    diff: float
+    within: Optional[bool]
+    basis: str
+    digits: Optional[int] = 1
+
+    @classmethod
+    def of(cls, ours: "Stat", paper: Reported) -> Optional["Verdict"]:
+        if ours.n == 0 or not math.isfinite(paper.mean):
+            return None
+        diff = ours.mean - paper.mean
+        if paper.std is not None and paper.std > 0:
+            scale, basis = paper.std, "paper"
+        elif ours.n > 1 and ours.std > 0:
+            scale, basis = ours.std, "ours"
+        else:
+            return cls(diff, None, "", paper.digits)
+        return cls(diff, abs(diff) <= 2 * scale, basis, paper.digits)
+
+    def text(self) -> str:
+        sign = f"{'+' if self.diff >= 0 else '−'}{_fmt(abs(self.diff), self.digits)}"
+        if self.within is None:
+            return f"{sign} (no std)"
+        return f"{sign} {'within' if self.within else 'OUTSIDE'} 2 std" + (" (ours)" if self.basis == "ours" else "")
+
+    def __str__(self) -> str:
+        return self.text()
+
+
 def cell_text(value) -> str:
     """Any table cell as text (markdown and LaTeX)."""
-    if isinstance(value, Stat):
+    if isinstance(value, (Stat, Reported, Verdict)):
         return value.text()
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -136,12 +193,21 @@ def to_latex(frame: pd.DataFrame) -> str:
 def to_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame for CSV: every column holding Stat cells becomes `<col> mean`, `<col> std`
     and `<col> n` numeric columns (std empty for one seed, all three empty for no value), and
-    `<col> note` where a cell carries a note, so the CSV reads back as numbers; other columns
-    are kept as they are."""
+    `<col> note` where a cell carries a note, so the CSV reads back as numbers; a paper's
+    numbers (Reported) `<col> mean` and `<col> std`; a Verdict column its difference and
+    `<col> within 2 std` (true/false, empty without a yardstick); other columns are kept as they are."""
     out = {}
     for col in frame.columns:
         values = list(frame[col])
-        if any(isinstance(v, Stat) for v in values):
+        if any(isinstance(v, Reported) for v in values):
+            out[f"{col} mean"] = [v.mean if isinstance(v, Reported) else float("nan") for v in values]
+            out[f"{col} std"] = [v.std if isinstance(v, Reported) and v.std is not None else float("nan")
+                                 for v in values]
+        elif any(isinstance(v, Verdict) for v in values):
+            out[col] = [v.diff if isinstance(v, Verdict) else float("nan") for v in values]
+            out[f"{col} within 2 std"] = pd.array([v.within if isinstance(v, Verdict) else None for v in values],
+                                                 dtype="boolean")
+        elif any(isinstance(v, Stat) for v in values):
             means, stds, ns = [], [], []
             for v in values:
                 if isinstance(v, Stat):

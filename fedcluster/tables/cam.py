@@ -5,7 +5,7 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from ..results.cells import DASH, Stat
+from ..results.cells import DASH, Reported, Stat
 from ..results.runs import ABSENT, Cell, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 from .paper_numbers import reported
@@ -146,9 +146,9 @@ def table_cam(cells, ctx) -> Table:
             row[f"{tag} acc"] = Stat.pct(local_metric(r.summary, "local_test_accuracy") for r in rs)
             row[f"{tag} micro acc"] = Stat.pct((r.summary.get("local_micro") or {}).get("local_test_accuracy")
                                                for r in rs)
-            row[paper_label(f"{tag} acc paper", gaps)] = ref[0] if ref else DASH
+            row[paper_label(f"{tag} acc paper", gaps)] = Reported(ref[0], None, 1) if ref else DASH
             row[f"{tag} F1"] = Stat.pct(local_metric(r.summary, "local_test_macro_f1") for r in rs)
-            row[paper_label(f"{tag} F1 paper", gaps)] = ref[1] if ref else DASH
+            row[paper_label(f"{tag} F1 paper", gaps)] = Reported(ref[1], None, 1) if ref and ref[1] is not None else DASH
             row[f"{tag} seeds"] = len({r.seed for r in rs})
         rows.append(row)
     diag = []

@@ -4,7 +4,7 @@ from typing import Dict
 
 import pandas as pd
 
-from ..results.cells import DASH, Stat
+from ..results.cells import DASH, Reported, Stat
 from ..results.runs import show, sort_key
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, unique, ari_at_rounds, ari_curve,
                      first_round_stat, index_cells, paper_label, pct_of_final_by, protocol_gaps)
@@ -66,8 +66,8 @@ CLOVE_PROTOCOL_BY_MIXING = {"label_skew3": CLOVE_LABEL_SKEWS_PROTOCOL, "label_sk
 
 CLOVE_MIXINGS = ["label_skew1", "concept_shift", "label_skew2", "feature_skew", "label_skew3", "label_skew4"]
 
-def _paper_cell(ref, digits=1) -> str:
-    return DASH if ref is None else f"{ref[0]:.{digits}f}±{ref[1]:.{digits}f}"
+def _paper_cell(ref, digits=1):
+    return DASH if ref is None else Reported(ref[0], ref[1], digits)
 
 def table_clove(cells, ctx) -> Table:
     """CLoVE Tables 1, 2 and 4 (7-9 for label skews 3-4): rows (mixing, method); per data set
@@ -102,10 +102,10 @@ def table_clove(cells, ctx) -> Table:
                 row[paper_label(f"{d} acc paper", g)] = _paper_cell(CLOVE_ACCURACY.get(mixing, {}).get((method, d)))
                 row[f"{d} ARI"] = Stat.of(s.get("ari") for s in rs)
                 row[paper_label(f"{d} ARI paper", g)] = _paper_cell(CLOVE_ARI.get(mixing, {}).get((method, d)), digits=2)
-                row[f"{d} % final ARI by r10"] = Stat.of(pct_of_final_by(s) for s in rs)
-                row[paper_label(f"{d} paper r10", g)] = DASH if conv is None else f"{conv[0]:.1f}"
+                row[f"{d} % final ARI by r10"] = Stat.of((pct_of_final_by(s) for s in rs), style="pct")
+                row[paper_label(f"{d} paper r10", g)] = DASH if conv is None else Reported(conv[0], None, 1)
                 row[f"{d} first round ARI>=0.9"] = first_round_stat(rs) if rs and any(ari_curve(s) for s in rs) else Stat(())
-                row[paper_label(f"{d} paper first", g)] = DASH if conv is None or conv[1] is None else f"{conv[1]:.1f}"
+                row[paper_label(f"{d} paper first", g)] = DASH if conv is None or conv[1] is None else Reported(conv[1], None, 1)
                 row[f"{d} seeds"] = len(cell.seeds) if cell else 0
             rows.append(row)
     runs = runs_of(cells)
@@ -145,7 +145,7 @@ def table_clove_unsupervised(cells, ctx) -> Table:
         ref = CLOVE_UNSUPERVISED.get((method, d))
         rows.append({"method": method, "dataset": d, "seeds": len(index[(method, d)].seeds),
                      "test MSE": Stat.of(local_metric(s, "local_test_mse") for s in rs),
-                     col: DASH if ref is None else f"{ref:.3f}",
+                     col: DASH if ref is None else Reported(ref, None, 3),
                      "ARI": Stat.of(s.get("ari") for s in rs)})
     runs = runs_of(cells)
     notes = [f"{len(runs)} runs, {'/'.join(unique(str(r.summary.get('num_clients')) for r in runs))} clients, "

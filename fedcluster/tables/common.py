@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import hungarian_match
-from ..results.cells import Stat
+from ..results.cells import Reported, Stat, Verdict
 from ..results.runs import ABSENT, Cell, ReportError, Run, show
 
 
@@ -89,6 +89,37 @@ class Table:
     cells: List[Cell] = field(default_factory=list)      # set by the caller: what the table shows
     laid_out: List[str] = field(default_factory=list)    # the varying keys it lays out
     split: List[Tuple[str, object]] = field(default_factory=list)   # (key, value) this sub-table is for
+    compare: Optional[Dict[str, str]] = None   # {paper column: our column}; None: the nearest Stat column to its left
+
+VERDICT_NOTE = ("'− paper' columns: our mean minus the paper's, and whether ours lies within the paper's mean ± 2 std "
+                "(its std; '(ours)': our std over seeds, where the paper gives none; 'no std': neither exists, so the "
+                "difference alone). Where a paper column's header names a protocol gap, the two compare unlike settings.")
+
+
+def with_verdicts(table: Table) -> Table:
+    """After every column of a paper's numbers (Reported cells), a `<our column> − paper` column of
+    Verdicts: the difference and whether ours is inside the paper's ± 2 std. Our column is the
+    one `table.compare` names, else the nearest column to its left holding our statistics."""
+    frame = table.frame
+    cols = list(frame.columns)
+    out, added = {}, False
+    for i, col in enumerate(cols):
+        out[col] = list(frame[col])
+        if not any(isinstance(v, Reported) for v in out[col]):
+            continue
+        ours = (table.compare or {}).get(col) or next(
+            (c for c in reversed(cols[:i]) if any(isinstance(v, Stat) for v in frame[c])), None)
+        if ours is None or ours not in frame:
+            continue
+        verdicts = [Verdict.of(o, p) if isinstance(o, Stat) and isinstance(p, Reported) else None
+                    for o, p in zip(frame[ours], frame[col])]
+        out[f"{ours} − paper"] = [v if v is not None else "" for v in verdicts]
+        added = True
+    if added:
+        table.frame = pd.DataFrame(out)
+        table.notes = list(table.notes) + [VERDICT_NOTE]
+    return table
+
 
 def index_cells(cells: Sequence[Cell], keyfunc: Callable[[Cell], tuple]) -> Dict[tuple, Cell]:
     """{layout key: cell}. Two cells on one layout key would be averaged together, which the
@@ -157,7 +188,7 @@ def first_round_stat(summaries: Sequence[dict]) -> Stat:
     reached = [h for h in hits if h is not None]
     missing = len(hits) - len(reached)
     note = "" if missing == 0 else ("never" if not reached else f"{missing} never")
-    return Stat.of(reached, note=note)
+    return Stat.of(reached, style="round", note=note)
 
 def ari_at_rounds(cells: Sequence[Cell], rows: List[dict], picks=(1, 2, 3, 5, 10, 20, 30)) -> None:
     """Add `ARI r<t>` (true 1-based round t) to each cell's row, for the rounds some run has."""
@@ -249,6 +280,7 @@ class Spec:
         return self.identity.mismatches(run) if self.identity is not None else []
 
 
+PERCENT_METRICS = ("accuracy", "macro_f1")   # shown in %; ARI and MSE as they are
 CONTEXT_KEYS = ("algorithm.name", "dataset.name", "partition.name", "model.name", "rounds")
 
 
@@ -265,8 +297,12 @@ def table_generic(cells, ctx) -> Table:
             names = rs[0]["distributions"]
             for j, name in enumerate(names):
                 row[f"c({name}) on {name}"] = Stat.of(matched_matrix(s, metric)[j, j] for s in rs)
-        row[f"local test {metric}"] = Stat.of(local_metric(s, f"local_test_{metric}") for s in rs)
-        row[f"local train {metric}"] = Stat.of(local_metric(s, f"local_train_{metric}") for s in rs)
+        for split in ("test", "train"):
+            values = [local_metric(s, f"local_{split}_{metric}") for s in rs]
+            if metric in PERCENT_METRICS:   # accuracy in % in every table, as the papers print it
+                row[f"local {split} {metric} %"] = Stat.pct(values)
+            else:
+                row[f"local {split} {metric}"] = Stat.of(values)
         row["ARI"] = Stat.of(s.get("ari") for s in rs)
         rows.append(row)
     same = [f"{k}={show(cells[0].value(k))}" for k in CONTEXT_KEYS if k not in ctx.varying and cells]

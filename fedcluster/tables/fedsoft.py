@@ -7,7 +7,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ..results.cells import DASH, Stat
+from ..results.cells import DASH, Reported, Stat
 from ..results.runs import Cell, Run, sort_key
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, paper_label,
                      paper_matched, protocol_gaps)
@@ -106,18 +106,19 @@ def _mixture_table(cells, ctx, metric, paper_table, label, keyfunc, order=None) 
                 for j, cname in enumerate(names):
                     row[f"ours c({cname})"] = Stat.of(mats[:, d, j])
                 for j, cname in enumerate(names):
-                    row[paper_label(f"paper c({cname})", gaps)] = f"{ref_m[d, j]:.3g}" if ref_m is not None else DASH
+                    row[paper_label(f"paper c({cname})", gaps)] = Reported(ref_m[d, j], None, None) if ref_m is not None else DASH
                 rows.append(row)
         rows.append(dict(base("local (held-out test)"), **{first: Stat.of(local_metric(s, f"local_test_{metric}") for s in rs)}))
         rows.append(dict(base("local (training data, as the paper scored)"),
                          **{first: Stat.of(local_metric(s, f"local_train_{metric}") for s in rs),
                             paper_label(f"paper c({names[0]})", gaps):
-                                f"{ref['local_train']:.3g}" if isinstance(ref, dict) else DASH}))
+                                Reported(ref['local_train'], None, None) if isinstance(ref, dict) else DASH}))
         rows.append(dict(base("ARI (dominant distribution)"), **{first: Stat.of(s.get("ari") for s in rs)}))
         errs = [max((g["max_abs_error"] for g in (s.get("importance_error") or {}).values()), default=None) for s in rs]
         if any(e is not None for e in errs):
             rows.append(dict(base("max abs(mean u - true ratio)"), **{first: Stat.of(errs)}))
-    return Table(pd.DataFrame(rows).fillna(""), [FEDSOFT_WBAR_NOTE])
+    compare = {paper_label(f"paper c({n})", gaps): f"ours c({n})" for cell in cells for n in cell.summaries[0].get("distributions", [])}
+    return Table(pd.DataFrame(rows).fillna(""), [FEDSOFT_WBAR_NOTE], compare=compare)
 
 # Read in the authors' validators.py (ValidatorRegression.validate): a client's loss is summed over
 # its *training* loader (batch size 10, App. C) and divided by len(loader) * test_ds_batch_size (50).

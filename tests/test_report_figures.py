@@ -1,0 +1,41 @@
+"""A report's figures: one colour per configuration in every panel and figure, ± std bands
+clipped to the metric's range, legends inside the panels."""
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.axes import Axes  # noqa: E402
+
+from fedcluster import plots  # noqa: E402
+
+
+def test_a_label_keeps_its_colour_and_bands_stay_in_range(tmp_path, monkeypatch):
+    drawn, bands, legends = {}, [], []
+    plot, fill, legend = Axes.plot, Axes.fill_between, Axes.legend
+
+    def record_plot(self, *args, **kwargs):
+        lines = plot(self, *args, **kwargs)
+        drawn.setdefault(kwargs["label"].split(" (")[0], set()).add(matplotlib.colors.to_hex(lines[0].get_color()))
+        return lines
+
+    def record_fill(self, x, low, high, **kwargs):
+        bands.append((min(low), max(high)))
+        return fill(self, x, low, high, **kwargs)
+
+    def record_legend(self, *args, **kwargs):
+        legends.append(kwargs.get("loc"))
+        return legend(self, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "plot", record_plot)
+    monkeypatch.setattr(Axes, "fill_between", record_fill)
+    monkeypatch.setattr(Axes, "legend", record_legend)
+    ari = [("a", {"ifca": [[0.5, 0.9], [0.9, 1.0]], "clove": [[1.0, 1.0], [1.0, 1.0]]}),
+           ("b", {"clove": [[0.2, 0.99], [0.9, 1.0]]})]           # clove alone: it would take the first colour
+    colors = plots.line_colors(["ifca", "clove", "fedavg"])
+    plots.write_ari_over_rounds(tmp_path / "ari.png", ari, colors)
+    plots.write_curves(tmp_path / "acc.png", [("a", {"fedavg": [[60.0], [99.0]], "ifca": [[98.0], [99.5]]})],
+                       "accuracy %", colors=colors, bounds=(0.0, 100.0))
+    assert all(len(c) == 1 for c in drawn.values()) and len({next(iter(c)) for c in drawn.values()}) == 3
+    assert all(low >= -1.0 and high <= 1.0 for low, high in bands[:3])       # ARI: [-1, 1]
+    assert all(low >= 0.0 and high <= 100.0 for low, high in bands[3:])      # accuracy %: [0, 100]
+    assert max(high for _, high in bands[:3]) == 1.0                          # a band that reached past 1 is cut there
+    assert legends and all(loc == "best" for loc in legends)                  # inside each panel
