@@ -262,7 +262,15 @@ sweep_refused() {   # sweep_refused NEEDLE ARGS...: one line, exit 2, no sweep d
     && ok "refused sweep: $* -> ${err:0:110}" || bad "refused sweep: $*" "rc=$rc left=$([ -e "$top" ] && echo yes || echo no) ${err:0:300}"
 }
 sweep_refused "rouns is not a setting (did you mean rounds?)" rouns=2,3
-sweep_refused "seed=abc: wrong type for seed" seed=0,abc
+sweep_refused "all 2 jobs of the sweep were refused, nothing was written: seed=abc: wrong type for seed" seed=abc,xyz
+# one job that cannot be composed: reported in one line, the other job finishes, the sweep ends with one line
+top="$work/sweep_partial_$RANDOM"
+err=$("$FC" -m "${SMALL[@]}" seed=0,abc "hydra.sweep.dir=$top" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c '^fedcluster: error:')" -eq 1 ] && [[ "$err" == *"seed=abc: wrong type for seed"* ]] \
+  && [[ "$(echo "$err" | tail -1)" == *"1 finished, 0 skipped (already finished), 1 failed; the table: fedcluster-report $top" ]] \
+  && [ "$(ls "$top"/*/summary.json | wc -l)" -eq 1 ] \
+  && ok "a sweep with one job that cannot be composed: the other finishes, one closing line" \
+  || bad "partial sweep seed=0,abc" "rc=$rc ${err:0:400}"
 sweep_refused "all 2 jobs of the sweep were refused, nothing was written: rounds=-1 is out of range" 'rounds=range(-1,1)'
 sweep_refused "all 2 jobs of the sweep were refused" seed=0,1 train.lr=-1
 mkdir -p "$work/preset_cwd"
