@@ -164,12 +164,11 @@ def help_text(conf: Path) -> str:
              "", "Usage: fedcluster [group=option ...] [key=value ...]      one run",
              "       fedcluster -m key=a,b seed=0,1,2 ...              a sweep (one run per combination)",
              "", "Config groups (group=option):"]
-    from .plugins import config_dirs, group_options, load
+    from .plugins import group_options, load
     for group in GROUPS:
         lines.append(f"  {group:<10} {', '.join(group_options(group, conf))}")
-    presets = sorted({str(f.relative_to(d / "preset"))[:-5] for d in config_dirs(conf) for f in (d / "preset").rglob("*.yaml")})
     lines += ["", "Presets, each a paper table's sweep (+preset=...):"]
-    lines += [f"  +preset={p}" for p in presets]
+    lines += [f"  +preset={p}" for p in group_options("preset", conf)]
     plugins = load()
     if plugins:
         lines += ["", "Plugins (their options are listed above with fedcluster's own):"]

@@ -1,7 +1,10 @@
-"""Where fedcluster's own config folder is (the CLI, the API, the plugins' checks read it)."""
+"""Where fedcluster's own config folder is (the CLI, the API, the plugins' checks read it), and
+the config groups whose options a user (or a plugin) adds."""
 import os
 import sys
 from pathlib import Path
+
+GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "logger")
 
 
 def config_dir() -> Path:

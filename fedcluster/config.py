@@ -146,7 +146,7 @@ def register_schemas() -> None:
     cs.store(name="schema_config", node=Config)
     for group, classes in OPTIONS.items():
         seen = {}
-        for cls in list(classes or algorithm_classes()) + [c for c in plugins.options(group) if c not in (classes or [])]:
+        for cls in dict.fromkeys(list(classes or algorithm_classes()) + plugins.options(group)):
             other = seen.setdefault(cls.__name__, cls)
             if other is not cls:
                 raise ConfigError(f"two {group} classes are named {cls.__name__} ({other.__module__} and "

@@ -202,10 +202,10 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
     save(fig, path)
 
 
-def write_ari_over_rounds(path: Path, panels, colors=None) -> None:
+def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -> None:
     """CLoVE Figure 2 style: ARI of the clients' clustering against the true clusters per round
-    (bands clipped to the ARI's range, [-1, 1])."""
-    write_curves(path, panels, "ARI vs true clusters", (-0.05, 1.05), colors, bounds=(-1.0, 1.0))
+    (bands clipped to the ARI's range)."""
+    write_curves(path, panels, "ARI vs true clusters", (-0.05, 1.05), colors, bounds=bounds)
 
 
 def final_first_cluster_weights(run_dir: Path) -> pd.Series:

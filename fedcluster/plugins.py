@@ -24,11 +24,11 @@ from typing import Dict, List, Optional
 
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
+from .conf_dir import GROUPS
 from .errors import ConfigError
 
 ENTRY_POINT_GROUP = "fedcluster.plugins"
 ENV = "FEDCLUSTER_PLUGINS"
-GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "logger")
 
 
 @dataclass

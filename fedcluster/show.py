@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "logger")
+from .conf_dir import GROUPS
 USAGE = "usage: fedcluster show [group[=option]] [key=value ...]   e.g. fedcluster show algorithm=fedsoft"
 
 

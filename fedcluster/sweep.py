@@ -85,10 +85,6 @@ class Sweep:
             discard_created(d)
 
 
-def job_label(where: str) -> str:
-    return Path(where).name if where else "a job"
-
-
 def _output_dir(ret) -> str:
     try:
         return str(ret.hydra_cfg.hydra.runtime.output_dir)

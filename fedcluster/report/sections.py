@@ -178,16 +178,13 @@ def figure_panels(sections: List[Section], curve=None):
     return sorted(panels.items())
 
 
-PERCENT_METRICS = ("accuracy", "macro_f1")   # drawn in %, as the tables print them
-
-
 def local_test_curve(run: Run) -> List[Optional[float]]:
     """The run's key metric on its clients' held-out test splits (mean over clients) per round,
     in % for accuracy; None in rounds that were not evaluated."""
     key = run.summary.get("key_metric", "accuracy")
     m = pd.read_csv(run.path / "metrics.csv")
     sel = m[(m["model"] == "local") & (m["eval_set"] == "local_test") & (m["metric"] == key)]
-    means = sel.groupby("round")["value"].mean() * (100.0 if key in PERCENT_METRICS else 1.0)
+    means = sel.groupby("round")["value"].mean() * (100.0 if key in tables.PERCENT_METRICS else 1.0)
     out: List[Optional[float]] = [None] * int(run.summary.get("rounds", len(means)))
     for t, v in means.items():
         if int(t) < len(out):
@@ -205,11 +202,11 @@ def line_colors(sections: List[Section]) -> dict:
 def write_figure(path: Path, panels, colors=None) -> None:
     """The ARI-over-rounds figure (matplotlib is imported only when there is one to draw)."""
     from ..plots import write_ari_over_rounds
-    write_ari_over_rounds(path, panels, colors)
+    write_ari_over_rounds(path, panels, colors, tables.METRIC_RANGE["ari"])
 
 
 def write_learning_curves(path: Path, panels, metric: str, colors=None) -> None:
     from ..plots import write_curves
-    percent = metric in PERCENT_METRICS
-    write_curves(path, panels, f"local test {metric}{' %' if percent else ''} (mean over clients)", colors=colors,
-                 bounds=(0.0, 100.0) if percent else (0.0, float("inf")) if metric == "mse" else (-float("inf"), float("inf")))
+    unit = " %" if metric in tables.PERCENT_METRICS else ""
+    write_curves(path, panels, f"local test {metric}{unit} (mean over clients)", colors=colors,
+                 bounds=tables.METRIC_RANGE.get(metric, (-float("inf"), float("inf"))))

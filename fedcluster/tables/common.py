@@ -280,7 +280,10 @@ class Spec:
         return self.identity.mismatches(run) if self.identity is not None else []
 
 
-PERCENT_METRICS = ("accuracy", "macro_f1")   # shown in %; ARI and MSE as they are
+PERCENT_METRICS = ("accuracy", "macro_f1")   # shown in % in tables and figures; ARI and MSE as they are
+# Each metric's range as shown (accuracy in %): a figure's ± std band is clipped to it.
+METRIC_RANGE = {"accuracy": (0.0, 100.0), "macro_f1": (0.0, 100.0), "mse": (0.0, float("inf")),
+                "ari": (-1.0, 1.0)}
 CONTEXT_KEYS = ("algorithm.name", "dataset.name", "partition.name", "model.name", "rounds")
 
 
