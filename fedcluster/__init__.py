@@ -5,6 +5,10 @@ would; `fedcluster.load_runs("outputs", final=True)` reads every finished run be
 one DataFrame (its last round's values). Both live in fedcluster.api and are imported on first use,
 so `import fedcluster` stays light (the CLI installs its signal handlers before torch loads)."""
 
+from .threads import apply_process_defaults
+
+apply_process_defaults()   # OpenMP threads sleep between ops (threads.py): before torch loads
+
 __version__ = "0.1.0"
 __all__ = ["run", "load_runs", "RunResult"]
 

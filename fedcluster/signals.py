@@ -92,6 +92,13 @@ def hold_foreign() -> None:
             signal.signal(s, _Held(h))
 
 
+def worker_should_stop() -> bool:
+    """In a worker thread (where `check()` does nothing): a stop signal is noted and waits for the
+    main thread's next safe point, so the worker ends its piece of work now and the main thread
+    raises the stop once the workers are back."""
+    return threading.current_thread() is not threading.main_thread() and any(h is _stop for h, _ in _pending)
+
+
 def check() -> None:
     """A safe point: run the handlers noted since the last one (ours raises `Stopped`). Only in
     the main thread (where handlers run) and outside a write."""

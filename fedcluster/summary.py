@@ -9,6 +9,7 @@ import torch
 from omegaconf import OmegaConf
 
 from . import __version__
+from .threads import wait_policy
 from .evaluation import ari_by_true_round, convergence, matching_costs
 from .metrics import hungarian_match, key_metric
 
@@ -45,7 +46,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "task": data.task,
         "table": cfg.get("table"), "key_metric": key, "distributions": data.distribution_names,
         "num_clients": data.num_clients, "engine": engine, "device": hw.describe(), "dtype": hw.dtype,
-        "threads": torch.get_num_threads(),
+        "threads": torch.get_num_threads(), "omp_wait_policy": wait_policy(),
         "status": "complete", "wall_time_s": round(wall, 3),
         "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
                       for g in ("dataset", "partition", "model", "algorithm", "train")},

@@ -1,70 +1,89 @@
 """Seconds per round of fedcluster (its chosen engine) beside a plain reference loop written the
-way peer libraries write one, for the papers' workloads.
+way peer libraries write one, for the papers' workloads, on a quiet machine and beside busy
+neighbour processes.
 
-Workloads:
-  (a) FedSoft, synthetic mixed linear regression, 100 clients, App. C settings (Adam 5e-3,
-      10 local epochs, batch 10, K=60 selections, tau=2: importance scoring every 2 rounds).
-  (b) CLoVE, Fashion-MNIST label skew 1, 20 clients x 500, LeNet, Adam 1e-3, batch 100,
-      1 epoch, K=4: every round each client's loss on each of the 4 models (scoring).
-  (c) IFCA as in Fed-CAM §5: 200 clients over all 60k Fashion-MNIST training images
-      (cluster-wise Dirichlet, K=10), LeNet, SGD 1e-3 momentum 0.9, batch 32, 10 local steps;
+Workloads (built from the presets where one exists, so a preset change carries over):
+  (a) FedSoft Table 1 synthetic (+preset=fedsoft/table1_synthetic, mix 10:90): 100 clients,
+      linear model, App. C settings (Adam 5e-3, 10 local epochs, batch 10, K=60 selections,
+      tau=2: importance scoring every 2 rounds).
+  (b) CLoVE images (+preset=clove/images, label skew 2, CLoVE): 25 clients x 500 Fashion-MNIST
+      images, LeNet, Adam 1e-3, batch 100, 1 epoch, K=5; every round each client's loss on each
+      of the 5 models (scoring).
+  (c) Fed-CAM Table 1 (+preset=cam/table1, cluster-wise Dirichlet, K=10, IFCA): 200 clients over
+      all 60k Fashion-MNIST training images, SGD 1e-3 momentum 0.9, batch 32, 10 local steps;
       every round the 10 models score all 60k images (assignment).
-  (d) PFLlib's FedAvg workload: Fashion-MNIST, 20 clients (Dirichlet 0.1 label skew over all
-      60k training images; PFLlib's generator splits all 70k and trains on 75 %), batch 10,
-      1 local epoch, SGD 0.005. `d` uses LeNet; `d_cnn` uses the letters CNN (conv 32/64 @5x5,
-      FC 512), the closest of our models to PFLlib's FedAvgCNN.
+  (d) PFLlib's FedAvg workload (no preset): Fashion-MNIST, 20 clients (Dirichlet 0.1 label skew
+      over all 60k training images), batch 10, 1 local epoch, SGD 0.005, LeNet; `d_cnn` the same
+      with the letters CNN (conv 32/64 @5x5, FC 512), the closest of our models to PFLlib's FedAvgCNN.
 
-A round is timed whole: local training, scoring, aggregation, and one evaluation per
-`--rounds` rounds (the presets evaluate every 10): seconds per round =
-(wall time of 1 + R rounds - wall time of 1 round) / R, after an untimed 1-round warm-up run,
-which leaves out start-up (data loading, model building) and first-call costs. The reference loop does the same work (same clients, samples,
-steps, scoring passes) with one nn.Module per client, torch.optim and a tensor batch loop,
-in a fresh process of its own (as a peer library runs, without fedcluster's process settings).
+A round is timed whole: local training, scoring, aggregation, and one evaluation per `--rounds`
+rounds: seconds per round = (wall(1 + R rounds) - wall(1 round)) / R, after an untimed 1-round
+warm-up run (start-up and first-call costs left out). The reference loop does the same work
+(same clients, samples, steps, scoring passes) with one nn.Module per client, torch.optim and a
+tensor batch loop. Each measurement runs in a fresh process: fedcluster's as the `fedcluster`
+command runs (fedcluster imported before torch, so its process defaults apply: fedcluster/threads.py),
+the reference's as a peer library runs (torch first, none of fedcluster's settings).
+
+`--load N` measures every workload twice, side by side: quiet, then beside N busy neighbour
+processes (each one pure-Python busy loop, the way other users' jobs share a workstation or a
+cluster node), and prints the loaded/quiet slowdown of each and the slowdown a fair share of the
+cores would give: with T threads, N neighbours and C cores, min(T, C) / min(T, C*T/(T+N))
+(2.0 for 2 threads, 2 neighbours, 2 cores). The reference under load is stopped after
+`--reference-cap` seconds (its spin-waiting threads can make it 30x slower) and reported as such.
+
+`--smoke` runs every workload at tiny sizes (1 timed round, a few clients) with the reference and
+the load machinery: a CI test runs it, so a workload that stops composing or running fails there.
 
 Usage:
-  python scripts/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda]
-  python scripts/benchmark.py --src ../old-checkout --only b,c   # fedcluster of another checkout
-Each workload prints (or, with --json, emits one JSON object per line): seconds per round
-of fedcluster and of the reference, their ratio `speedup_vs_reference`, training samples
-per second, the engine fedcluster chose, and the device."""
+  python scripts/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda] [--load 2]
+  python scripts/benchmark.py --smoke --load 1 --data-root DIR     # what CI runs, on fake data
+  python scripts/benchmark.py --only b,c --src ../old-checkout      # another checkout's fedcluster
+  python scripts/benchmark.py --markdown docs/results/perf/benchmark.jsonl   # README's tables from JSON
+Each workload prints (with --json, one JSON object per line) seconds per round of fedcluster and
+of the reference, their ratio `speedup_vs_reference`, training samples per second, the engine
+fedcluster chose, the device, threads and OpenMP wait policy; with --load, the loaded figures.
+A workload that fails is one line on stderr naming it; the others go on; the exit status is 1."""
 import argparse
-import copy
+import contextlib
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-
 ROOT = Path(__file__).resolve().parent.parent
 CONF = Path.cwd() / "conf" if os.environ.get("FEDCLUSTER_BENCH_SRC") else ROOT / "conf"   # --src: that checkout's
 
 FMNIST = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet"]
-if os.environ.get("FEDCLUSTER_DATA_ROOT"):      # e.g. the GPU machine: Fashion-MNIST carried along
-    FMNIST.append(f"dataset.root={os.environ['FEDCLUSTER_DATA_ROOT']}")
+PFLLIB = FMNIST + ["algorithm=fedavg", "partition=dirichlet", "partition.num_clients=20", "partition.alpha=0.1",
+                   "train.optimizer=sgd", "train.lr=0.005", "train.batch_size=10", "train.epochs=1",
+                   "eval_local_train=false"]
+# key: (reference kind, preset or None, overrides that pick one job of it, extra overrides of --smoke)
 WORKLOADS = {
-    "a": ("FedSoft synthetic, 100 clients", "fedsoft", ["algorithm=fedsoft"]),
-    "b": ("CLoVE FMNIST, 20 clients x 500, LeNet, K=4", "clove", FMNIST + [
-        "algorithm=clove", "partition=label_skew2", "num_clusters=4", "train.optimizer=adam", "train.lr=1e-3",
-        "train.batch_size=100", "train.epochs=1", "eval_local_train=false"]),
-    "c": ("Fed-CAM IFCA, 200 clients, 60k FMNIST, K=10", "ifca", FMNIST + [
-        "algorithm=ifca", "partition=cluster_dirichlet", "partition.num_clients=200", "num_clusters=10",
-        "train.optimizer=sgd", "train.lr=1e-3", "train.momentum=0.9", "train.batch_size=32", "train.steps=10",
-        "eval_local_train=false"]),
-    "d": ("PFLlib FedAvg workload, 20 clients, batch 10, LeNet", "fedavg", FMNIST + [
-        "algorithm=fedavg", "partition=dirichlet", "partition.num_clients=20", "partition.alpha=0.1",
-        "train.optimizer=sgd", "train.lr=0.005", "train.batch_size=10",
-        "train.epochs=1", "eval_local_train=false"]),
-    "d_cnn": ("PFLlib FedAvg workload, letters CNN (32/64 conv)", "fedavg", FMNIST + [
-        "algorithm=fedavg", "partition=dirichlet", "partition.num_clients=20", "partition.alpha=0.1",
-        "train.optimizer=sgd", "train.lr=0.005", "train.batch_size=10",
-        "train.epochs=1", "eval_local_train=false", "model=letters_cnn"]),
+    "a": ("fedsoft", "fedsoft/table1_synthetic", ["partition=mix_10_90"],
+          ["partition.num_clients=10", "train.epochs=1", "algorithm.selection_size=6"]),
+    "b": ("clove", "clove/images", ["partition=label_skew2", "algorithm=clove"],
+          ["partition.samples_per_client=20", "partition.test_samples_per_client=10"]),
+    "c": ("ifca", "cam/table1", ["dataset=fashion_mnist", "partition=cluster_dirichlet", "num_clusters=10",
+                                 "algorithm=ifca"],
+          ["partition.num_clients=20", "train.steps=2"]),
+    "d": ("fedavg", None, PFLLIB, ["partition.num_clients=4", "train.steps=3"]),
+    "d_cnn": ("fedavg", None, PFLLIB + ["model=letters_cnn"], ["partition.num_clients=4", "train.steps=3"]),
 }
 COMMON = ["progress=false", "plots=false", "checkpoint_every=0"]
+SPIN = "while True: pass"
+
+
+def overrides(key: str, smoke: bool = False, extra=()) -> list:
+    """The workload's overrides: its preset and job, the device's data root, --smoke sizes, extras."""
+    _, preset, job, tiny = WORKLOADS[key]
+    out = ([f"+preset={preset}", "hydra.mode=RUN"] if preset else []) + list(job)
+    if os.environ.get("FEDCLUSTER_DATA_ROOT") and WORKLOADS[key][0] != "fedsoft":   # Fashion-MNIST there (GPU machine, CI)
+        out.append(f"dataset.root={os.environ['FEDCLUSTER_DATA_ROOT']}")
+    return out + (list(tiny) if smoke else []) + list(extra)
 
 
 def compose(overrides):
@@ -88,27 +107,44 @@ def seconds_per_round(overrides, rounds: int, eval_every: int) -> dict:
             tick = time.perf_counter()
             summary = run(cfg, out)
             walls[r] = time.perf_counter() - tick
-    return {"seconds_per_round": (walls[1 + rounds] - walls[1]) / rounds, "engine": summary["engine"]}
+    return {"seconds_per_round": (walls[1 + rounds] - walls[1]) / rounds, "engine": summary["engine"],
+            "threads": summary["threads"], "omp_wait_policy": summary.get("omp_wait_policy")}
 
 
-def fedcluster_seconds_per_round(key: str, rounds: int, device: str, engine: str = "auto") -> dict:
-    """Workload `key` with fedcluster's engine, one evaluation per R rounds."""
-    return seconds_per_round(WORKLOADS[key][2] + [f"hardware={device}", f"engine={engine}"], rounds, rounds)
+def describe(key: str, smoke: bool, extra) -> dict:
+    """The workload's title from its composed and built config (so it follows the presets), and
+    the training samples one round visits (every client trains every round in these workloads)."""
+    import torch
+    from fedcluster.assemble import build
+    cfg = compose(overrides(key, smoke, extra) + COMMON)
+    _, fed, _, _ = build(cfg)
+    data, t = fed.data, cfg.train
+    K = cfg.num_clusters or data.num_true_clusters or data.num_distributions
+    preset = WORKLOADS[key][1]
+    title = (f"{cfg.algorithm.name}, {cfg.dataset.name} {cfg.partition.name}, {data.num_clients} clients, "
+             f"{cfg.model.name}" + (f", K={K}" if WORKLOADS[key][0] != "fedavg" else "")
+             + (f" (preset {preset})" if preset else ""))
+    n = data.train.n
+    samples = int(torch.clamp(n, max=t.batch_size).sum()) * t.steps if t.steps else int(n.sum()) * t.epochs
+    return {"title": title, "samples_per_round": samples}
 
 
 # -- the reference: one nn.Module per client, torch.optim, a tensor batch loop ----------------------
 def _optimizer(t, params):
+    import torch
     if t.optimizer == "adam":
         return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
     return torch.optim.SGD(params, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
 
 
 def _loss(task, out, y):
+    import torch.nn.functional as F
     return F.mse_loss(out, y) if task == "regression" else F.cross_entropy(out, y)
 
 
 def _local_train(model, x, y, t, task, prox=None, opt=None, g=None):
     """`t.epochs` epochs (or `t.steps` steps) of mini-batches of x, y; prox = [(coeff, center params)]."""
+    import torch
     opt = opt or _optimizer(t, model.parameters())
     n = len(x)
     if t.steps:
@@ -128,28 +164,32 @@ def _local_train(model, x, y, t, task, prox=None, opt=None, g=None):
 
 
 def _average(models, weights):
+    import torch
     w = torch.tensor(weights, dtype=torch.float32)
     w = w / w.sum()
     states = [m.state_dict() for m in models]
     return {k: sum(wi * s[k] for wi, s in zip(w, states)) for k in states[0]}
 
 
-@torch.no_grad()
 def _client_loss(model, x, y, task, batch):
-    return sum(float(_loss(task, model(x[i:i + batch]), y[i:i + batch])) * len(x[i:i + batch])
-               for i in range(0, len(x), batch)) / max(len(x), 1)
+    import torch
+    with torch.no_grad():
+        return sum(float(_loss(task, model(x[i:i + batch]), y[i:i + batch])) * len(x[i:i + batch])
+                   for i in range(0, len(x), batch)) / max(len(x), 1)
 
 
-def reference_seconds_per_round(key: str, rounds: int, device: str) -> dict:
-    """The same rounds as `fedcluster_seconds_per_round`, written as a peer library writes them."""
+def reference_seconds_per_round(key: str, rounds: int, device: str, smoke: bool = False, extra=()) -> dict:
+    """The same rounds as fedcluster's, written as a peer library writes them."""
+    import copy
+    import torch
     from fedcluster.assemble import build
-    cfg = compose(WORKLOADS[key][2] + COMMON + [f"hardware={device}"])
+    cfg = compose(overrides(key, smoke, extra) + COMMON + [f"hardware={device}"])
     hw, fed, _, _ = build(cfg)
     data, t, task = fed.data, cfg.train, fed.data.task
     tr, te = data.train, data.local_test
     clients = [(tr.x[k, :int(tr.n[k])], tr.y[k, :int(tr.n[k])]) for k in range(data.num_clients)]
     tests = [(te.x[k, :int(te.n[k])], te.y[k, :int(te.n[k])]) for k in range(data.num_clients)]
-    kind = WORKLOADS[key][1]
+    kind = WORKLOADS[key][0]
     K = cfg.num_clusters or data.num_true_clusters or data.num_distributions
     g = torch.Generator().manual_seed(0)
     new = lambda: fed.build_model().to(hw.torch_device)
@@ -202,26 +242,146 @@ def reference_seconds_per_round(key: str, rounds: int, device: str) -> dict:
         one_round(r, evaluate=r == rounds)
     if hw.torch_device.type == "cuda":
         torch.cuda.synchronize()
-    return {"seconds_per_round": (time.perf_counter() - tick) / rounds, "samples_per_round": trained / rounds}
+    return {"seconds_per_round": (time.perf_counter() - tick) / rounds, "samples_per_round": trained / rounds,
+            "threads": torch.get_num_threads()}
 
 
-def reference_in_fresh_process(key: str, rounds: int, device: str) -> dict:
-    """The reference in its own process, as a peer library runs: none of fedcluster's
-    process-wide settings (engine/allocator.py's malloc tunables) applies to it."""
-    out = subprocess.run([sys.executable, __file__, "--reference-only", "--only", key, "--rounds", str(rounds),
-                          "--device", device], capture_output=True, text=True, check=True)
+# -- the parent: fresh processes, neighbours, rows ----------------------------------------------------
+class Failed(Exception):
+    """A measurement's process failed: its last stderr line."""
+
+
+def measure(role: str, key: str, args, timeout=None) -> dict:
+    """One measurement (role fedcluster | reference) in a fresh process; the JSON it printed."""
+    cmd = [sys.executable, __file__, "--child", role, "--only", key, "--rounds", str(args.rounds),
+           "--device", args.device, "--engine", args.engine] + (["--smoke"] if args.smoke else [])
+    for o in args.override:
+        cmd += ["--override", o]
+    env, cwd = dict(os.environ), None
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    if args.src:
+        env.update(PYTHONPATH=str(Path(args.src).resolve()), FEDCLUSTER_BENCH_SRC="1")
+        cwd = args.src
+    try:
+        out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"stopped_after_s": timeout}
+    if out.returncode:
+        lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+        raise Failed(lines[-1] if lines else f"exit status {out.returncode}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def samples_per_round(key: str) -> int:
-    """Training samples one round visits (all clients train every round in these workloads)."""
-    from fedcluster.assemble import build
-    cfg = compose(WORKLOADS[key][2] + COMMON)
-    _, fed, _, _ = build(cfg)
-    n, t = fed.data.train.n, cfg.train
-    if t.steps:
-        return int(torch.clamp(n, max=t.batch_size).sum()) * t.steps
-    return int(n.sum()) * t.epochs
+@contextlib.contextmanager
+def neighbours(n: int):
+    """n busy processes beside the measurement (each a pure-Python busy loop), stopped after it."""
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(n)]
+    try:
+        time.sleep(0.5 if n else 0)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def fair_share_slowdown(threads: int, neighbours: int, cores: int) -> float:
+    """Loaded/quiet time if the OS gave each runnable thread an equal share of the cores."""
+    quiet = min(threads, cores)
+    loaded = min(threads, cores * threads / (threads + neighbours)) if threads + neighbours > cores else quiet
+    return round(quiet / loaded, 2)
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def workload_row(key: str, args) -> dict:
+    ours = measure("fedcluster", key, args)
+    row = {"workload": key, "title": ours["title"], "device": args.device, "cpu": cpu_name(),
+           "cores": os.cpu_count(), "threads": ours["threads"], "omp_wait_policy": ours["omp_wait_policy"],
+           "torch": ours["torch"], "rounds_timed": args.rounds, "engine": ours["engine"],
+           "seconds_per_round": round(ours["seconds_per_round"], 4)}
+    if args.src:
+        row["source"] = str(args.src)
+    n = ours["samples_per_round"]
+    row["samples_per_round"] = n
+    row["samples_per_second"] = round(n / ours["seconds_per_round"], 1)
+    if not args.no_reference:
+        ref = measure("reference", key, args)
+        row["reference_seconds_per_round"] = round(ref["seconds_per_round"], 4)
+        row["speedup_vs_reference"] = round(ref["seconds_per_round"] / ours["seconds_per_round"], 2)
+    if args.load:
+        with neighbours(args.load):
+            loaded = measure("fedcluster", key, args)
+            ref = None if args.no_reference else measure("reference", key, args, timeout=args.reference_cap)
+        row["load_neighbours"] = args.load
+        row["fair_share_slowdown"] = fair_share_slowdown(ours["threads"], args.load, os.cpu_count())
+        row["loaded_seconds_per_round"] = round(loaded["seconds_per_round"], 4)
+        row["slowdown_under_load"] = round(loaded["seconds_per_round"] / ours["seconds_per_round"], 2)
+        if ref and "stopped_after_s" in ref:
+            row["reference_loaded_stopped_after_s"] = ref["stopped_after_s"]
+        elif ref:
+            row["reference_loaded_seconds_per_round"] = round(ref["seconds_per_round"], 4)
+            row["reference_slowdown_under_load"] = round(ref["seconds_per_round"] / row["reference_seconds_per_round"], 2)
+            row["speedup_vs_reference_loaded"] = round(ref["seconds_per_round"] / loaded["seconds_per_round"], 2)
+    return row
+
+
+def child(args) -> None:
+    """One measurement in this fresh process; prints one JSON line."""
+    key, extra = args.only, args.override
+    if args.child == "fedcluster":
+        import fedcluster  # noqa: F401  first: its process defaults (fedcluster/threads.py) apply before torch loads
+        import torch
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        info = describe(key, args.smoke, extra)
+        ov = overrides(key, args.smoke, extra) + [f"hardware={args.device}", f"engine={args.engine}"]
+        got = seconds_per_round(ov, args.rounds, args.rounds)
+        print(json.dumps({**info, **got, "torch": torch.__version__}))
+    else:
+        import torch     # first: as a peer library's process, without fedcluster's defaults
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        print(json.dumps(reference_seconds_per_round(key, args.rounds, args.device, args.smoke, extra)))
+
+
+def markdown(path: Path) -> str:
+    """README's Performance tables from the benchmark's JSON lines (quiet and loaded)."""
+    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    first, path = rows[0], path.resolve()
+    shown = path.relative_to(ROOT) if ROOT in path.parents else path
+    out = [f"Measured by `python scripts/benchmark.py --json --load {first.get('load_neighbours', 0)}` "
+           f"(`{shown}`): {first['cpu']}, "
+           f"{first['cores']} cores, {first['threads']} threads, torch {first['torch']} (PyPI wheel), "
+           f"OpenMP wait policy {first['omp_wait_policy']}, {first['rounds_timed']} timed rounds per figure.", "",
+           "| workload | engine | fedcluster s/round | reference loop s/round | fedcluster vs reference |",
+           "|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| ({r['workload']}) {r['title']} | {r['engine']} | {r['seconds_per_round']:.3f} | "
+                   f"{r.get('reference_seconds_per_round', float('nan')):.3f} | {r.get('speedup_vs_reference', float('nan')):.2f}x |")
+    if "load_neighbours" in first:
+        out += ["", f"Beside {first['load_neighbours']} busy neighbour processes (a fair share of the cores: "
+                f"{first['fair_share_slowdown']:.1f}x slower than quiet):", "",
+                "| workload | fedcluster loaded s/round | slowdown | reference loaded s/round | reference slowdown |",
+                "|---|---|---|---|---|"]
+        for r in rows:
+            if "reference_loaded_seconds_per_round" in r:
+                ref = f"{r['reference_loaded_seconds_per_round']:.3f} | {r['reference_slowdown_under_load']:.2f}x"
+            elif "reference_loaded_stopped_after_s" in r:
+                ref = f"stopped after {r['reference_loaded_stopped_after_s']} s | -"
+            else:
+                ref = "- | -"
+            out.append(f"| ({r['workload']}) | {r['loaded_seconds_per_round']:.3f} | "
+                       f"{r['slowdown_under_load']:.2f}x | {ref} |")
+    return "\n".join(out) + "\n"
 
 
 def main():
@@ -231,50 +391,49 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", action="store_true")
     p.add_argument("--engine", default="auto")
+    p.add_argument("--threads", type=int, help="CPU threads of each measured process (default: torch's)")
+    p.add_argument("--load", type=int, default=0, help="also measure beside this many busy neighbour processes")
+    p.add_argument("--reference-cap", type=float, default=600.0, help="seconds after which the loaded reference stops")
+    p.add_argument("--smoke", action="store_true", help="every workload at tiny sizes, 1 timed round (CI)")
+    p.add_argument("--data-root", help="where Fashion-MNIST is (sets FEDCLUSTER_DATA_ROOT)")
+    p.add_argument("--override", action="append", default=[], help="an extra override for every workload")
     p.add_argument("--no-reference", action="store_true", help="time fedcluster only")
     p.add_argument("--src", help="time the fedcluster of this checkout instead (no reference)")
-    p.add_argument("--fedcluster-only", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--markdown", type=Path, help="print README's tables from this JSON-lines file and stop")
+    p.add_argument("--child", choices=["fedcluster", "reference"], help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.markdown:
+        print(markdown(args.markdown), end="")
+        return
+    if args.data_root:
+        os.environ["FEDCLUSTER_DATA_ROOT"] = str(Path(args.data_root).resolve())
+    if args.smoke:
+        args.rounds = 1
+        args.only = ",".join(WORKLOADS) if args.only == p.get_default("only") else args.only
+    if args.child:
+        return child(args)
     keys = [k for k in args.only.split(",") if k]
     bad = [k for k in keys if k not in WORKLOADS]
     if bad:
         sys.exit(f"benchmark.py: unknown workload(s) {bad}; allowed: {list(WORKLOADS)}")
-    if args.src:                                         # another checkout's fedcluster, in its own process
-        for k in keys:
-            env = {**os.environ, "PYTHONPATH": str(Path(args.src).resolve()), "FEDCLUSTER_BENCH_SRC": "1"}
-            out = subprocess.run([sys.executable, __file__, "--fedcluster-only", "--only", k, "--rounds",
-                                  str(args.rounds), "--device", args.device, "--engine", args.engine],
-                                 env=env, capture_output=True, text=True, check=True, cwd=args.src)
-            line = json.loads(out.stdout.strip().splitlines()[-1])
-            line["source"] = str(args.src)
-            print(json.dumps(line) if args.json else line, flush=True)
-        return
-    if args.reference_only:
-        print(json.dumps(reference_seconds_per_round(keys[0], args.rounds, args.device)))
-        return
+    if args.load < 0 or args.rounds < 1:
+        sys.exit(f"benchmark.py: --load {args.load} / --rounds {args.rounds}: allowed --load >= 0, --rounds >= 1")
+    args.no_reference = args.no_reference or bool(args.src)
+    failed = []
     for k in keys:
-        title = WORKLOADS[k][0]
-        ours = fedcluster_seconds_per_round(k, args.rounds, args.device, args.engine)
-        row = {"workload": k, "title": title, "device": args.device, "threads": torch.get_num_threads(),
-               "torch": torch.__version__, "rounds_timed": args.rounds, "engine": ours["engine"],
-               "seconds_per_round": round(ours["seconds_per_round"], 3)}
-        if args.fedcluster_only:
-            print(json.dumps(row), flush=True)
+        try:
+            row = workload_row(k, args)
+        except Failed as e:
+            print(f"benchmark.py: workload ({k}) failed: {e}", file=sys.stderr, flush=True)
+            failed.append(k)
             continue
-        n = samples_per_round(k)
-        row["samples_per_round"] = n
-        row["samples_per_second"] = round(n / ours["seconds_per_round"], 1)
-        if not args.no_reference:
-            ref = reference_in_fresh_process(k, args.rounds, args.device)
-            row["reference_seconds_per_round"] = round(ref["seconds_per_round"], 3)
-            row["reference_samples_per_second"] = round(ref["samples_per_round"] / ref["seconds_per_round"], 1)
-            row["speedup_vs_reference"] = round(ref["seconds_per_round"] / ours["seconds_per_round"], 2)
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            print(f"({k}) {title}: " + ", ".join(f"{a}={b}" for a, b in row.items() if a not in ("workload", "title")),
-                  flush=True)
+            print(f"({k}) {row['title']}: " + ", ".join(f"{a}={b}" for a, b in row.items()
+                                                        if a not in ("workload", "title")), flush=True)
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

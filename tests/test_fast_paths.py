@@ -12,7 +12,7 @@ from fedcluster.engine.optim import SGD, Adam
 from fedcluster.errors import ConfigError
 from fedcluster.hardware import Hardware
 from fedcluster.models import LeNetCNN, LettersCNN
-from fedcluster.models.pooling import max_pool_2x2
+from fedcluster.models.pooling import MIN_TRAIN_ELEMENTS, _StridedMax2x2, max_pool_2x2
 from fedcluster.models.stacked import init_stack
 from fedcluster.assemble import choose_engine
 from fedcluster.runner import run
@@ -27,7 +27,7 @@ def test_strided_max_pool_equals_max_pool2d_values_and_gradients(shape):
     x[0, 0, :4, :4] = 1.5                                   # ties inside windows: the first index wins in both
     x = x.relu()                                            # many exact zeros, as after ReLU
     a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
-    out_a, out_b = max_pool_2x2(a), F.max_pool2d(b, 2)
+    out_a, out_b = _StridedMax2x2.apply(a[..., :shape[2] // 2 * 2, :shape[3] // 2 * 2]), F.max_pool2d(b, 2)
     assert torch.equal(out_a, out_b)
     up = torch.randn(out_a.shape, generator=g)
     out_a.backward(up)
@@ -37,9 +37,23 @@ def test_strided_max_pool_equals_max_pool2d_values_and_gradients(shape):
         assert torch.equal(max_pool_2x2(x), F.max_pool2d(x, 2))
 
 
+def test_max_pool_takes_the_strided_kernel_for_inference_and_large_training_maps(monkeypatch):
+    """Which kernel runs (pooling.py's measured rule): the strided one for every inference pass and
+    for training maps of at least MIN_TRAIN_ELEMENTS elements, the native one below."""
+    used = []
+    real = _StridedMax2x2.apply
+    monkeypatch.setattr(_StridedMax2x2, "apply", lambda x: used.append(x.numel()) or real(x))
+    small, large = torch.rand(10, 6, 24, 24), torch.rand(MIN_TRAIN_ELEMENTS // 64 + 1, 1, 8, 8)
+    with torch.inference_mode():
+        max_pool_2x2(small)
+    max_pool_2x2(small.clone().requires_grad_())
+    max_pool_2x2(large.clone().requires_grad_())
+    assert used == [small.numel(), large.numel()]
+
+
 def test_strided_max_pool_under_vmap_and_grad():
     x = torch.randn(3, 2, 1, 12, 12)
-    f = lambda xi: max_pool_2x2(xi).square().sum()
+    f = lambda xi: _StridedMax2x2.apply(xi).square().sum()
     ref = torch.stack([torch.autograd.functional.jacobian(lambda z: F.max_pool2d(z, 2).square().sum(), xi) for xi in x])
     torch.testing.assert_close(vmap(grad(f))(x), ref)
 

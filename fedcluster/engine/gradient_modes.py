@@ -14,7 +14,7 @@ import torch
 from torch.func import grad, vmap
 
 from .terms import row_data
-from .workers import cpu_workers, own_module, split_evenly
+from .workers import own_module
 
 
 def row_batch(trainer, job, m: int, step: int, client: int):
@@ -60,18 +60,19 @@ def vmapped(trainer, job, objective, buffers):
 def looped(trainer, job, objective, buffers):
     """The CPU formulation for convolutional models: each step runs every active row's forward
     pass on its own real samples (a loop over rows, so each convolution is a plain one, which
-    measured faster on CPU than vmap's grouped convolution) and takes all rows' gradients in one
-    backward pass per group of rows (one group per CPU thread, each with single-threaded ops:
-    engine/workers.py). Rows share no parameters, so the gradient of a group's summed
-    objectives is each row's own."""
+    measured faster on CPU than vmap's grouped convolution) and takes their gradients in one
+    backward pass. Rows share no parameters, so the gradient of the rows' summed objectives is
+    each row's own. Row-parallel (ROW_PARALLEL): LocalTrainer.train runs one part of the rows
+    per CPU thread, each calling this from its own thread with its own copy of the model."""
     device = job.x.device
     clients = job.rows.tolist()
     names = trainer.param_names
     trained = [k for k in names if objective.keep is None or k in objective.keep]
 
-    def group(params, step, rows_g):
+    def grads_of(params, step, act):
         model = own_module(trainer.model)
-        take = torch.tensor(rows_g, device=device)
+        rows_g = act.tolist()
+        take = act.to(device)
         leaves = {k: params[k].index_select(0, take).requires_grad_(True) for k in names}
         per_row = {k: leaves[k].unbind(0) for k in names}
         total, losses = 0.0, []
@@ -81,17 +82,10 @@ def looped(trainer, job, objective, buffers):
             total = total + obj
             losses.append(data_loss.detach())
         grads = dict(zip(trained, torch.autograd.grad(total, [leaves[k] for k in trained], allow_unused=True)))
-        return take, [torch.zeros_like(leaves[k]) if grads.get(k) is None else grads[k] for k in names], \
-            torch.stack(losses)
+        return take, {k: torch.zeros_like(leaves[k]) if grads.get(k) is None else grads[k] for k in names}, \
+            torch.stack(losses), None
 
-    with cpu_workers(device) as workers:
-        def grads_of(params, step, act):
-            done = workers.map(lambda rows_g: group(params, step, rows_g), split_evenly(act.tolist(), workers.count))
-            rows = torch.cat([take for take, _, _ in done])          # = act, in order
-            grads = {k: torch.cat([g_rows[i] for _, g_rows, _ in done]) for i, k in enumerate(names)}
-            return rows, grads, torch.cat([loss for _, _, loss in done]), None
-
-        yield grads_of
+    yield grads_of
 
 
 @contextmanager
@@ -136,6 +130,7 @@ def per_row(trainer, job, objective, buffers):
 
 
 GRADIENT_MODES = {"batched": vmapped, "looped": looped, "sequential": per_row}
+ROW_PARALLEL = frozenset({"looped"})   # LocalTrainer.train runs its rows in parts, one per CPU thread
 HANDLES_BUFFERS = frozenset({"sequential"})   # batch statistics of padded rows would be wrong elsewhere
 
 

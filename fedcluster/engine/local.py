@@ -16,12 +16,13 @@ from .. import signals
 from ..data.augment import CropFlip
 from ..models.stacked import Stack
 from .full_gradient import full_gradients
-from .gradient_modes import HANDLES_BUFFERS, gradient_mode
+from .gradient_modes import HANDLES_BUFFERS, ROW_PARALLEL, gradient_mode
 from .objective import Objective
 from .optim import PartialUpdate, own_rows, step_rows
 from .records import LocalResult, RowLosses
 from .schedule import Schedule, epoch_schedule, step_schedule
 from .terms import Term
+from .workers import balanced_parts, cpu_workers, only_rows
 
 
 @dataclass
@@ -94,8 +95,15 @@ class LocalTrainer:
 
     def train(self, job: LocalJob, engine: str) -> LocalResult:
         """The job's rows trained over its schedule, their gradients computed by `engine`
-        (batched: vmap; looped: a loop over rows, one backward pass per thread; sequential: one
-        row at a time, the reference, and the only one for models with buffers)."""
+        (batched: vmap; looped: a loop over rows, one backward pass per step and thread;
+        sequential: one row at a time, the reference, and the only one for models with buffers).
+
+        A row-parallel engine (looped) splits the rows into one part per CPU thread, balanced by
+        their samples, and each thread runs the whole step loop for its part with single-threaded
+        ops (engine/workers.py): no thread waits for another until the job ends, and a part
+        whose clients finish early never idles a core while others still train (client sizes
+        are skewed). Rows share nothing, so each row's numbers do not depend on the split; the
+        parts update disjoint rows of the stacked tensors in place."""
         mode = gradient_mode(engine)
         objective, optimizer = self.objective_for(job), self.optimizer_for(job)
         params, buffers = self.split(job.start)
@@ -108,15 +116,27 @@ class LocalTrainer:
         job.schedule.augment_on(device)
         counts = job.schedule.active_counts()
         log = RowLosses(M, device)
-        with mode(self, job, objective, buffers) as grads_of:
-            for step in range(counts.shape[1]):
+
+        def steps(counts_of_rows):
+            """The step loop over the rows whose counts are given (the others' are zero)."""
+            for step in range(counts_of_rows.shape[1]):
                 signals.check()   # a stop waits for the step (never inside a transformed function)
-                act = torch.nonzero(counts[:, step]).squeeze(1)
+                if signals.worker_should_stop():   # the calling thread raises it once the parts are back
+                    return
+                act = torch.nonzero(counts_of_rows[:, step]).squeeze(1)
                 if len(act) == 0:
                     continue
                 rows, grads, data_loss, active = grads_of(params, step, act)
                 step_rows(optimizer, params, grads, state, rows, all_rows=len(rows) == M, active=active)
                 log.record(rows, data_loss, active)
+
+        with mode(self, job, objective, buffers) as grads_of:
+            if engine in ROW_PARALLEL:
+                with cpu_workers(device) as workers:
+                    workers.map(steps, [only_rows(counts, part) for part in balanced_parts(counts, workers.count)])
+                signals.check()
+            else:
+                steps(counts)
         return log.result({**params, **buffers}, state)
 
     def gradients(self, job: LocalJob) -> LocalResult:

@@ -69,6 +69,25 @@ def split_evenly(items: Sequence[T], parts: int) -> List[Sequence[T]]:
     return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def balanced_parts(counts: torch.Tensor, parts: int) -> List[List[int]]:
+    """Rows in at most `parts` groups of near-equal work (counts [M, steps]: each row's samples at
+    each step): longest first, each to the lightest group (LPT); each group in row order."""
+    work = counts.sum(1).tolist()
+    groups, loads = [[] for _ in range(max(1, min(parts, len(work))))], [0] * max(1, min(parts, len(work)))
+    for m in sorted(range(len(work)), key=lambda m: (-work[m], m)):
+        j = loads.index(min(loads))
+        groups[j].append(m)
+        loads[j] += work[m]
+    return [sorted(g) for g in groups if g]
+
+
+def only_rows(counts: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+    """`counts` with every row outside `rows` set to zero (it then never steps)."""
+    keep = torch.zeros(counts.shape[0], dtype=torch.bool)
+    keep[list(rows)] = True
+    return torch.where(keep.to(counts.device)[:, None], counts, torch.zeros_like(counts))
+
+
 _local = threading.local()
 
 

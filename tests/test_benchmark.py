@@ -1,0 +1,77 @@
+"""scripts/benchmark.py cannot rot: every workload runs in its --smoke form (tiny sizes, the same
+presets, engines, reference loop and neighbour machinery), and a workload that breaks fails here."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakedata import write_learnable_mnist_like
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "benchmark.py"
+sys.path.insert(0, str(ROOT / "scripts"))
+import benchmark  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fake_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench_data")
+    write_learnable_mnist_like(root / "FashionMNIST" / "raw")
+    return root
+
+
+def bench(*args, root):
+    return subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--json", "--data-root", str(root), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+
+
+def test_every_workload_runs_in_its_smoke_form_beside_the_reference(fake_root):
+    out = bench(root=fake_root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["workload"] for r in rows] == list(benchmark.WORKLOADS)
+    for r in rows:
+        assert r["seconds_per_round"] > 0 and r["reference_seconds_per_round"] > 0
+        assert r["speedup_vs_reference"] == pytest.approx(r["reference_seconds_per_round"] / r["seconds_per_round"],
+                                                          rel=0.15)
+        assert r["engine"] == ("batched" if r["workload"] == "a" else "looped")   # engine=auto on CPU
+        assert r["omp_wait_policy"] == "PASSIVE"            # fedcluster's process default (threads.py)
+        assert r["samples_per_round"] > 0
+    titles = {r["workload"]: r["title"] for r in rows}
+    assert "preset clove/images" in titles["b"] and "label_skew2" in titles["b"]   # built from the presets
+    assert "preset cam/table1" in titles["c"] and "K=10" in titles["c"]
+
+
+def test_the_loaded_figures_come_beside_the_quiet_ones(fake_root):
+    out = bench("--only", "d", "--load", "1", "--no-reference", root=fake_root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (row,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert row["load_neighbours"] == 1 and row["loaded_seconds_per_round"] > 0
+    assert row["slowdown_under_load"] == pytest.approx(row["loaded_seconds_per_round"] / row["seconds_per_round"],
+                                                       rel=0.15)
+    assert row["fair_share_slowdown"] == benchmark.fair_share_slowdown(row["threads"], 1, row["cores"])
+
+
+def test_a_broken_workload_fails_the_benchmark_and_names_itself(fake_root):
+    """label_skew2 has 5 clusters of 5 clients: K=4 cannot divide them (the way (b) once broke)."""
+    out = bench("--only", "b,d", "--no-reference", "--override", "num_clusters=4", root=fake_root)
+    assert out.returncode == 1
+    assert "benchmark.py: workload (b) failed:" in out.stderr and "num_clusters=4" in out.stderr
+    assert [json.loads(line)["workload"] for line in out.stdout.splitlines()] == ["d"]   # the others go on
+
+
+def test_fair_share_slowdown():
+    assert benchmark.fair_share_slowdown(2, 2, 2) == 2.0     # 4 runnable threads on 2 cores: half of each
+    assert benchmark.fair_share_slowdown(1, 1, 2) == 1.0     # a free core for each
+    assert benchmark.fair_share_slowdown(2, 1, 2) == 1.5
+    assert benchmark.fair_share_slowdown(1, 3, 2) == 2.0
+
+
+def test_readme_performance_tables_are_the_committed_benchmark_json():
+    """README's Performance tables are `benchmark.py --markdown` of the committed results."""
+    jsonl = ROOT / "docs" / "results" / "perf" / "benchmark.jsonl"
+    tables = benchmark.markdown(jsonl)
+    readme = (ROOT / "README.md").read_text()
+    assert tables in readme
