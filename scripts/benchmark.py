@@ -254,7 +254,8 @@ class Failed(Exception):
 def measure(role: str, key: str, args, timeout=None) -> dict:
     """One measurement (role fedcluster | reference) in a fresh process; the JSON it printed."""
     cmd = [sys.executable, __file__, "--child", role, "--only", key, "--rounds", str(args.rounds),
-           "--device", args.device, "--engine", args.engine] + (["--smoke"] if args.smoke else [])
+           "--device", args.device, "--engine", args.engine] + (["--smoke"] if args.smoke else []) \
+        + (["--libgomp-default"] if getattr(args, "libgomp_default", False) else [])
     for o in args.override:
         cmd += ["--override", o]
     env, cwd = dict(os.environ), None
@@ -338,6 +339,8 @@ def child(args) -> None:
     """One measurement in this fresh process; prints one JSON line."""
     key, extra = args.only, args.override
     if args.child == "fedcluster":
+        if args.libgomp_default:
+            import torch  # noqa: F401  first: libgomp keeps its own wait policy (scripts/contention.py)
         import fedcluster  # noqa: F401  first: its process defaults (fedcluster/threads.py) apply before torch loads
         import torch
         if args.threads:
@@ -401,6 +404,7 @@ def main():
     p.add_argument("--src", help="time the fedcluster of this checkout instead (no reference)")
     p.add_argument("--markdown", type=Path, help="print README's tables from this JSON-lines file and stop")
     p.add_argument("--child", choices=["fedcluster", "reference"], help=argparse.SUPPRESS)
+    p.add_argument("--libgomp-default", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.markdown:
         print(markdown(args.markdown), end="")

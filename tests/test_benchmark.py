@@ -1,6 +1,7 @@
 """scripts/benchmark.py cannot rot: every workload runs in its --smoke form (tiny sizes, the same
 presets, engines, reference loop and neighbour machinery), and a workload that breaks fails here."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,15 @@ def test_readme_performance_tables_are_the_committed_benchmark_json():
     tables = benchmark.markdown(jsonl)
     readme = (ROOT / "README.md").read_text()
     assert tables in readme
+
+
+def test_the_contention_script_runs_in_its_smoke_form(fake_root):
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "contention.py"), "--smoke", "--load", "1",
+                          "--threads", "2", "--only", "b:looped"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "FEDCLUSTER_DATA_ROOT": str(fake_root)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["engine"], r["policy"]) for r in rows] == [
+        ("looped", "PASSIVE"), ("looped", "libgomp default (torch loaded before fedcluster)")]
+    assert all(r["slowdown_under_load"] > 0 for r in rows)
