@@ -51,8 +51,8 @@ def collaboration_matrix(V: torch.Tensor, H: torch.Tensor, i: int) -> np.ndarray
     """The QP's matrix for client i: diag(V) + [sum_k (H_i[k] - H_j[k]) . (H_i[k] - H_l[k])]_{jl}
     (the authors' tools.py get_head_agg_weight: the variance of each head's estimate on the
     diagonal, the bias of mixing heads of clients whose feature statistics differ from i's)."""
-    A = (H[i:i + 1] - H).flatten(1).double()          # [M, C*D]
-    return (torch.diag(V.double()) + A @ A.T).cpu().numpy()
+    A = (H[i:i + 1] - H).flatten(1).double().cpu()    # [M, C*D]; the M x M QP is solved on the CPU
+    return (torch.diag(V.double().cpu()) + A @ A.T).numpy()
 
 
 def solve_simplex_qp(P: np.ndarray) -> np.ndarray:
