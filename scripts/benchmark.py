@@ -307,7 +307,8 @@ def workload_row(key: str, args) -> dict:
     ours = measure("fedcluster", key, args)
     row = {"workload": key, "title": ours["title"], "device": args.device, "cpu": cpu_name(),
            "cores": os.cpu_count(), "threads": ours["threads"], "omp_wait_policy": ours["omp_wait_policy"],
-           "torch": ours["torch"], "rounds_timed": args.rounds, "engine": ours["engine"],
+           "torch": ours["torch"], **({"gpu": ours["gpu"]} if "gpu" in ours else {}),
+           "rounds_timed": args.rounds, "engine": ours["engine"],
            "seconds_per_round": round(ours["seconds_per_round"], 4)}
     if args.src:
         row["source"] = str(args.src)
@@ -348,7 +349,8 @@ def child(args) -> None:
         info = describe(key, args.smoke, extra)
         ov = overrides(key, args.smoke, extra) + [f"hardware={args.device}", f"engine={args.engine}"]
         got = seconds_per_round(ov, args.rounds, args.rounds)
-        print(json.dumps({**info, **got, "torch": torch.__version__}))
+        gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else None
+        print(json.dumps({**info, **got, "torch": torch.__version__, **({"gpu": gpu} if gpu else {})}))
     else:
         import torch     # first: as a peer library's process, without fedcluster's defaults
         if args.threads:
@@ -357,31 +359,32 @@ def child(args) -> None:
 
 
 def markdown(path: Path) -> str:
-    """README's Performance tables from the benchmark's JSON lines (quiet and loaded)."""
+    """README's Performance tables from the benchmark's JSON lines (quiet, and loaded where measured)."""
     rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
     first, path = rows[0], path.resolve()
     shown = path.relative_to(ROOT) if ROOT in path.parents else path
-    out = [f"Measured by `python scripts/benchmark.py --json --load {first.get('load_neighbours', 0)}` "
-           f"(`{shown}`): {first['cpu']}, "
-           f"{first['cores']} cores, {first['threads']} threads, torch {first['torch']} (PyPI wheel), "
-           f"OpenMP wait policy {first['omp_wait_policy']}, {first['rounds_timed']} timed rounds per figure.", "",
+    flags = (f" --device {first['device']}" if first["device"] != "cpu" else "") \
+        + (f" --load {first['load_neighbours']}" if "load_neighbours" in first else "") + f" --rounds {first['rounds_timed']}"
+    where = (f"{first.get('gpu', 'a CUDA GPU')} beside {first['cpu']}" if first["device"] != "cpu"
+             else f"{first['cpu']}, {first['cores']} cores, {first['threads']} threads, OpenMP wait policy "
+                  f"{first['omp_wait_policy']}")
+    out = [f"`python scripts/benchmark.py --json{flags}` (`{shown}`): {where}, torch {first['torch']}.", "",
            "| workload | engine | fedcluster s/round | reference loop s/round | fedcluster vs reference |",
            "|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| ({r['workload']}) {r['title']} | {r['engine']} | {r['seconds_per_round']:.3f} | "
-                   f"{r.get('reference_seconds_per_round', float('nan')):.3f} | {r.get('speedup_vs_reference', float('nan')):.2f}x |")
+                   f"{r['reference_seconds_per_round']:.3f} | {r['speedup_vs_reference']:.2f}x |")
     if "load_neighbours" in first:
-        out += ["", f"Beside {first['load_neighbours']} busy neighbour processes (a fair share of the cores: "
-                f"{first['fair_share_slowdown']:.1f}x slower than quiet):", "",
-                "| workload | fedcluster loaded s/round | slowdown | reference loaded s/round | reference slowdown |",
-                "|---|---|---|---|---|"]
+        out += ["", f"The same, measured beside {first['load_neighbours']} busy neighbour processes (a fair share of "
+                f"the cores: {first['fair_share_slowdown']:.1f}x slower than quiet):", "",
+                "| workload | fedcluster loaded s/round | fedcluster slowdown | reference loaded s/round | "
+                "reference slowdown | fedcluster vs reference, loaded |", "|---|---|---|---|---|---|"]
         for r in rows:
             if "reference_loaded_seconds_per_round" in r:
-                ref = f"{r['reference_loaded_seconds_per_round']:.3f} | {r['reference_slowdown_under_load']:.2f}x"
-            elif "reference_loaded_stopped_after_s" in r:
-                ref = f"stopped after {r['reference_loaded_stopped_after_s']} s | -"
+                ref = (f"{r['reference_loaded_seconds_per_round']:.3f} | {r['reference_slowdown_under_load']:.2f}x | "
+                       f"{r['speedup_vs_reference_loaded']:.2f}x")
             else:
-                ref = "- | -"
+                ref = f"stopped after {r['reference_loaded_stopped_after_s']:.0f} s | - | -"
             out.append(f"| ({r['workload']}) | {r['loaded_seconds_per_round']:.3f} | "
                        f"{r['slowdown_under_load']:.2f}x | {ref} |")
     return "\n".join(out) + "\n"
