@@ -30,6 +30,8 @@ def main():
     p.add_argument("--src", help="also measure this checkout's looped engine (PASSIVE)")
     p.add_argument("--out", type=Path)
     p.add_argument("--smoke", action="store_true", help="benchmark.py's tiny sizes (CI)")
+    p.add_argument("--repeat", type=int, default=1, help="measure every case this many times, in turns")
+    p.add_argument("--policies", default="PASSIVE,libgomp default", help="wait policies to measure")
     p.add_argument("--only", help="cases as workload:engine, comma-separated (default: " +
                    ",".join(f"{k}:{e}" for k, e in CASES) + ")")
     args = p.parse_args()
@@ -38,11 +40,12 @@ def main():
     unknown = [c for c in chosen if c not in CASES]
     if unknown:
         sys.exit(f"contention.py: --only {args.only}: unknown case(s) {unknown}; allowed: {CASES}")
+    policies = args.policies.split(",")
     cases = [(k, e, t, pol, None) for k, e in chosen for t in map(int, args.threads.split(","))
-             for pol in ("PASSIVE", "libgomp default")]
+             for pol in policies]
     if args.src:
         cases += [("b", "looped", t, "PASSIVE", args.src) for t in map(int, args.threads.split(","))]
-    for key, engine, threads, policy, src in cases:
+    for repeat, (key, engine, threads, policy, src) in [(r, c) for r in range(args.repeat) for c in cases]:
         run = SimpleNamespace(rounds=args.rounds, device="cpu", engine=engine, smoke=args.smoke, override=[],
                               threads=threads, src=src, libgomp_default=policy != "PASSIVE")
         if src:
@@ -51,7 +54,7 @@ def main():
         with bm.neighbours(args.load):
             loaded = bm.measure("fedcluster", key, run)
         os.environ.pop("OMP_WAIT_POLICY", None)
-        row = {"workload": key, "engine": engine, "threads": threads, "policy": quiet["omp_wait_policy"],
+        row = {"workload": key, "engine": engine, "threads": threads, "policy": quiet["omp_wait_policy"], "repeat": repeat,
                "source": src or "this checkout", "load_neighbours": args.load,
                "quiet_seconds_per_round": round(quiet["seconds_per_round"], 4),
                "loaded_seconds_per_round": round(loaded["seconds_per_round"], 4),
