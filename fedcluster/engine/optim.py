@@ -1,10 +1,12 @@
 """Optimizers written for stacked state: row m of every tensor belongs to client m.
 
 `update` takes an `active` mask [M]; inactive rows (a client that has run out of
-batches this epoch) keep their parameters and state unchanged. With M=1 the same code is
+batches this epoch) keep their parameters and state unchanged. `active=None`: every row steps
+(no masking pass: `torch.where` over every parameter was 12 % of a batch-10 training step of the
+letters CNN, `python scripts/breakdown.py --profile`). With M=1 the same code is
 the per-client optimizer of the sequential engine, so both engines do identical math.
 The update rules follow torch.optim.SGD / torch.optim.Adam (no amsgrad, no decoupled decay)."""
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 
@@ -13,7 +15,9 @@ from ..errors import ConfigError
 State = Dict[str, object]
 
 
-def _keep(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+def _keep(active: Optional[torch.Tensor], new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    if active is None:
+        return new
     return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)
 
 
@@ -53,7 +57,7 @@ class Adam:
                 "v": {k: torch.zeros_like(v) for k, v in params.items()}}
 
     def update(self, params, grads, state, active):
-        step = state["step"] + active.to(state["step"].dtype)
+        step = state["step"] + (1 if active is None else active.to(state["step"].dtype))
         bc1 = 1 - self.b1 ** step.clamp_min(1)
         bc2 = 1 - self.b2 ** step.clamp_min(1)
         new_params, new_m, new_v = {}, {}, {}
@@ -130,16 +134,13 @@ def step_rows(optimizer, params, grads, state, rows: torch.Tensor, all_rows: boo
     client sizes most rows sit out the late steps of an epoch. all_rows: `rows` is every row
     and grads cover them all; `active` [M] (optional) then marks the rows that step."""
     if all_rows:
-        if active is None:
-            active = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
         new_p, new_s = optimizer.update(params, grads, state, active)
         for k in params:
             params[k].copy_(new_p[k])
         put_state(state, slice(None), new_s)
         return
     sub_p = {k: v.index_select(0, rows) for k, v in params.items()}
-    ones = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
-    new_p, new_s = optimizer.update(sub_p, grads, take_state(state, rows), ones)
+    new_p, new_s = optimizer.update(sub_p, grads, take_state(state, rows), None)
     for k in params:
         params[k].index_copy_(0, rows, new_p[k])
     put_state(state, rows, new_s)
