@@ -4,10 +4,11 @@ torch's CPU ops run on an OpenMP team (GNU libgomp in the PyPI wheels). Between 
 threads spin for a while before they sleep (its default; `OMP_WAIT_POLICY` unset). On a quiet
 machine that saves a wake-up per op; on a shared one a spinning thread burns the core share of a
 teammate that was preempted, and every small op waits for a time slice. Measured on this
-project's 2-core CPU with two busy neighbour processes (`python scripts/benchmark.py --load 2`,
+project's 2-core CPU beside two busy neighbour processes (`python scripts/contention.py`,
 docs/performance.md "Under load"): the FedSoft synthetic workload (batched engine, many tiny
-ops) ran 3.5x slower than quiet with the default policy and 1.4x with PASSIVE, whose quiet speed
-was the same. So fedcluster asks libgomp to sleep at once (`OMP_WAIT_POLICY=PASSIVE`).
+ops, 2 threads) ran 2.4x, 5.1x and 9.0x slower than quiet with the default and 1.7x, 1.9x and
+2.3x with PASSIVE (a fair share: 2x); quiet, PASSIVE may cost it up to ~20 %. The worst case on
+a shared machine decided: fedcluster asks libgomp to sleep at once (`OMP_WAIT_POLICY=PASSIVE`).
 
 libgomp reads the variable once, when torch loads it: the default takes effect where
 `fedcluster` is imported before torch (the `fedcluster` command, its launcher workers, and
