@@ -88,3 +88,12 @@ def test_the_contention_script_runs_in_its_smoke_form(fake_root):
     assert [(r["engine"], r["policy"]) for r in rows] == [
         ("looped", "PASSIVE"), ("looped", "libgomp default (torch loaded before fedcluster)")]
     assert all(r["slowdown_under_load"] > 0 for r in rows)
+
+
+def test_the_scaling_script_runs_at_a_tiny_size():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "scaling.py"), "--clients", "20", "--rounds", "1",
+                          "--json"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (row,) = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert row["clients"] == 20 and row["peak_rss_mb"] > 0 and row["engine"] == "batched"
+    assert isinstance(row["seconds_per_round"], float)   # a difference of two walls: tiny here, may round to 0

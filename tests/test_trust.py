@@ -437,24 +437,36 @@ def test_scheduler_signals_stop_like_ctrl_c_and_the_same_command_resumes(tmp_pat
     assert_resumes_to_an_uninterrupted_run(args, out, tmp_path)
 
 
-def test_a_stop_during_a_write_waits_for_the_write(tmp_path):
+@pytest.fixture
+def stop_signals():
+    """The stop signals as in a process started from a shell (Ctrl-C raises, the others end it), so
+    `signals.install()` takes them all, whatever the test runner set (pytest-xdist's workers start
+    with SIGINT ignored); afterwards the runner's own handlers come back and nothing stays noted."""
+    before = {s: signal.getsignal(s) for s in signals.STOP_SIGNALS}
+    for s in signals.STOP_SIGNALS:
+        signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        signals._pending.clear()
+
+
+def test_a_stop_during_a_write_waits_for_the_write(tmp_path, stop_signals):
     """signals.deferred holds a stop until the block ends, then raises it."""
     signals.install()
-    try:
-        done = []
-        with pytest.raises(signals.Stopped) as e:
-            with signals.deferred():
-                os.kill(os.getpid(), signal.SIGTERM)
-                done.append("write finished")
-        assert done == ["write finished"] and e.value.signum == signal.SIGTERM
-        assert signals.exit_code(e.value) == 143
-    finally:
-        for s in signals.STOP_SIGNALS:
-            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    done = []
+    with pytest.raises(signals.Stopped) as e:
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            done.append("write finished")
+    assert done == ["write finished"] and e.value.signum == signal.SIGTERM
+    assert signals.exit_code(e.value) == 143
 
 
 
-def test_a_stop_waits_for_a_safe_point_never_inside_a_transformed_step():
+def test_a_stop_waits_for_a_safe_point_never_inside_a_transformed_step(stop_signals):
     """A stop arriving inside a torch.func transform (the batched engine's vmap(grad)) is noted and
     raised at the next safe point (`signals.check`, at every step): raised where it lands it can
     leave torch's transform stack corrupted (a flaky "dynamicLayerStack.empty() INTERNAL ASSERT
@@ -462,43 +474,35 @@ def test_a_stop_waits_for_a_safe_point_never_inside_a_transformed_step():
     import torch
     from torch.func import grad, vmap
     signals.install()
-    try:
-        finished = []
+    finished = []
 
-        def loss(p, x):
-            os.kill(os.getpid(), signal.SIGUSR1)   # the handler runs at the next bytecode, inside vmap
-            out = (p * x).sum()
-            finished.append(True)
-            return out
+    def loss(p, x):
+        os.kill(os.getpid(), signal.SIGUSR1)   # the handler runs at the next bytecode, inside vmap
+        out = (p * x).sum()
+        finished.append(True)
+        return out
 
-        vmap(grad(loss))(torch.ones(3, 2), torch.ones(3, 2))
-        assert finished == [True]
-        with pytest.raises(signals.Stopped) as e:
-            signals.check()
-        assert e.value.signum == signal.SIGUSR1
-        signals.check()   # raised once
-        assert vmap(grad(lambda p: (2 * p).sum()))(torch.ones(2, 2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
-    finally:
-        for s in signals.STOP_SIGNALS:
-            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    vmap(grad(loss))(torch.ones(3, 2), torch.ones(3, 2))
+    assert finished == [True]
+    with pytest.raises(signals.Stopped) as e:
+        signals.check()
+    assert e.value.signum == signal.SIGUSR1
+    signals.check()   # raised once
+    assert vmap(grad(lambda p: (2 * p).sum()))(torch.ones(2, 2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
 
 
-def test_a_second_stop_while_one_waits_stops_at_once():
+def test_a_second_stop_while_one_waits_stops_at_once(stop_signals):
     signals.install()
-    try:
-        os.kill(os.getpid(), signal.SIGTERM)
-        sum(range(1000))   # noted, not raised
-        with pytest.raises(signals.Stopped) as e:
-            os.kill(os.getpid(), signal.SIGINT)
-            sum(range(1000))
-        assert e.value.signum == signal.SIGINT
-        signals.check()   # nothing left noted
-    finally:
-        for s in signals.STOP_SIGNALS:
-            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    sum(range(1000))   # noted, not raised
+    with pytest.raises(signals.Stopped) as e:
+        os.kill(os.getpid(), signal.SIGINT)
+        sum(range(1000))
+    assert e.value.signum == signal.SIGINT
+    signals.check()   # nothing left noted
 
 
-def test_a_launchers_own_handler_in_a_job_waits_for_a_safe_point_too():
+def test_a_launchers_own_handler_in_a_job_waits_for_a_safe_point_too(stop_signals):
     """submitit's requeue handler (SIGUSR2 in a job's process, ending in sys.exit) is held like
     ours: it runs at the next safe point, not where the signal lands."""
     calls = []
