@@ -288,6 +288,12 @@ def neighbours(n: int):
             p.wait()
 
 
+def ratio(a: float, b: float):
+    """a / b to 2 decimals; None where either is not positive (at --smoke sizes a difference of two
+    wall times can come out at or below zero: there is no speed to compare)."""
+    return round(a / b, 2) if a > 0 and b > 0 else None
+
+
 def fair_share_slowdown(threads: int, neighbours: int, cores: int) -> float:
     """Loaded/quiet time if the OS gave each runnable thread an equal share of the cores."""
     quiet = min(threads, cores)
@@ -314,11 +320,11 @@ def workload_row(key: str, args) -> dict:
         row["source"] = str(args.src)
     n = ours["samples_per_round"]
     row["samples_per_round"] = n
-    row["samples_per_second"] = round(n / ours["seconds_per_round"], 1)
+    row["samples_per_second"] = round(n / ours["seconds_per_round"], 1) if ours["seconds_per_round"] > 0 else None
     if not args.no_reference:
         ref = measure("reference", key, args)
         row["reference_seconds_per_round"] = round(ref["seconds_per_round"], 4)
-        row["speedup_vs_reference"] = round(ref["seconds_per_round"] / ours["seconds_per_round"], 2)
+        row["speedup_vs_reference"] = ratio(ref["seconds_per_round"], ours["seconds_per_round"])
     if args.load:
         with neighbours(args.load):
             loaded = measure("fedcluster", key, args)
@@ -326,13 +332,13 @@ def workload_row(key: str, args) -> dict:
         row["load_neighbours"] = args.load
         row["fair_share_slowdown"] = fair_share_slowdown(ours["threads"], args.load, os.cpu_count())
         row["loaded_seconds_per_round"] = round(loaded["seconds_per_round"], 4)
-        row["slowdown_under_load"] = round(loaded["seconds_per_round"] / ours["seconds_per_round"], 2)
+        row["slowdown_under_load"] = ratio(loaded["seconds_per_round"], ours["seconds_per_round"])
         if ref and "stopped_after_s" in ref:
             row["reference_loaded_stopped_after_s"] = ref["stopped_after_s"]
         elif ref:
             row["reference_loaded_seconds_per_round"] = round(ref["seconds_per_round"], 4)
-            row["reference_slowdown_under_load"] = round(ref["seconds_per_round"] / row["reference_seconds_per_round"], 2)
-            row["speedup_vs_reference_loaded"] = round(ref["seconds_per_round"] / loaded["seconds_per_round"], 2)
+            row["reference_slowdown_under_load"] = ratio(ref["seconds_per_round"], row["reference_seconds_per_round"])
+            row["speedup_vs_reference_loaded"] = ratio(ref["seconds_per_round"], loaded["seconds_per_round"])
     return row
 
 

@@ -58,7 +58,7 @@ def main():
                "source": src or "this checkout", "load_neighbours": args.load,
                "quiet_seconds_per_round": round(quiet["seconds_per_round"], 4),
                "loaded_seconds_per_round": round(loaded["seconds_per_round"], 4),
-               "slowdown_under_load": round(loaded["seconds_per_round"] / quiet["seconds_per_round"], 2),
+               "slowdown_under_load": bm.ratio(loaded["seconds_per_round"], quiet["seconds_per_round"]),
                "fair_share_slowdown": bm.fair_share_slowdown(threads, args.load, os.cpu_count()),
                "cpu": bm.cpu_name(), "torch": quiet["torch"]}
         print(json.dumps(row), flush=True)
