@@ -73,7 +73,8 @@ def balanced_parts(counts: torch.Tensor, parts: int) -> List[List[int]]:
     """Rows in at most `parts` groups of near-equal work (counts [M, steps]: each row's samples at
     each step): longest first, each to the lightest group (LPT); each group in row order."""
     work = counts.sum(1).tolist()
-    groups, loads = [[] for _ in range(max(1, min(parts, len(work))))], [0] * max(1, min(parts, len(work)))
+    n = max(1, min(parts, len(work)))
+    groups, loads = [[] for _ in range(n)], [0] * n
     for m in sorted(range(len(work)), key=lambda m: (-work[m], m)):
         j = loads.index(min(loads))
         groups[j].append(m)
