@@ -29,7 +29,7 @@ OPTIONS = {
                   partitions.DirichletLabels, partitions.ClusteredDirichletLabels, partitions.NClassLabels,
                   partitions.ClusteredNClassLabels, partitions.LabelSkew1, partitions.LabelSkew2,
                   partitions.LabelSkew3, partitions.LabelSkew4, partitions.FeatureSkew, partitions.ConceptShift],
-    "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.LettersCNN, models.CifarCNN,
+    "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.LettersCNN, models.FedAvgCNN, models.CifarCNN,
               models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder,
               models.TextCNN],
     "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)

@@ -103,30 +103,35 @@ def _two_line_federation():
 
 
 @pytest.mark.parametrize("batched", [True, False])
-def test_ifca_evaluation_repicks_each_clients_model_on_the_evaluated_data(batched):
-    """IFCA's code (jichan3751/ifca, get_inference_stats) scores each machine with the model of
-    smallest loss on the data being scored; eval_assignment=training keeps the trained model."""
+def test_ifca_scores_the_trained_model_and_reports_the_label_pick_apart(batched):
+    """A client is scored with the model it trained (its training assignment), whatever the
+    scored labels say; IFCA's code's rule (jichan3751/ifca, get_inference_stats: the model of
+    smallest loss on the data being scored) is only the labelled `local:label_pick` predictor."""
     w, split, fed = _two_line_federation()
-    for mode, expected in (("evaluated_data", [1, 0]), ("training", [0, 0])):
-        alg = IFCA(num_clusters=2) if mode == "evaluated_data" else IFCA(num_clusters=2, eval_assignment=mode)
+    fed.batched_forward = batched
+    for report in (False, True):
+        alg = IFCA(num_clusters=2, report_label_pick=report)
         alg.centers = {"linear.weight": w.unsqueeze(1).clone()}
         alg.assignment = torch.tensor([0, 0])
-        fed.batched_forward = batched
-        out = alg.local_outputs(fed, split)
-        for k in range(2):
-            m = expected[k]
-            assert torch.allclose(out[k, :split.n[k]], split.x[k, :split.n[k]] @ w[m], atol=1e-5), (mode, k)
+        predictors = alg.local_predictors(fed, split)
+        assert sorted(predictors) == (["local", "local:label_pick"] if report else ["local"])
+        for k in range(2):   # "local": the trained model 0 for both clients
+            assert torch.allclose(predictors["local"][k, :split.n[k]], split.x[k, :split.n[k]] @ w[0], atol=1e-5)
+        if report:            # the label pick: client 0's data follow line 1, client 1's line 0
+            for k, m in enumerate([1, 0]):
+                assert torch.allclose(predictors["local:label_pick"][k, :split.n[k]],
+                                      split.x[k, :split.n[k]] @ w[m], atol=1e-5), (k, m)
         assert alg.assignment.tolist() == [0, 0]   # the training assignment (and ARI) is untouched
 
 
-def test_ifca_under_cam_repicks_by_the_additive_models_loss():
-    """With partner logits h, the pick minimises the loss of h + f_k, not of f_k alone."""
+def test_ifca_under_cam_label_pick_is_by_the_additive_models_loss():
+    """With partner logits h, the label pick minimises the loss of h + f_k, not of f_k alone."""
     w, split, fed = _two_line_federation()
-    alg = IFCA(num_clusters=2)
+    alg = IFCA(num_clusters=2, report_label_pick=True)
     alg.centers = {"linear.weight": w.unsqueeze(1).clone()}
     alg.assignment = torch.tensor([0, 0])
     partner = torch.stack([split.x[0] @ (w[1] - w[0]), torch.zeros(5)])   # client 0: h + f_0 fits exactly
     assert alg.models_on(fed, split, partner).tolist() == [0, 0]
     assert alg.models_on(fed, split).tolist() == [1, 0]
-    out = alg.local_outputs_beside(fed, split, partner)
+    out = alg.label_picks(fed, split, partner)["label_pick"]
     assert torch.allclose(out[0, :5], split.x[0] @ w[0], atol=1e-5)

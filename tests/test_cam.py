@@ -85,12 +85,12 @@ class _TinyFed:
 
 def test_cam_prediction_is_global_plus_assigned_cluster():
     """eq. (1): client i's logits = h(x; Theta_g) + f(x; Theta_c(i)), c(i) its assigned cluster
-    (IFCA-CAM's eval_assignment=training, conf/algorithm/ifca_cam.yaml)."""
+    (IFCA-CAM's scoring, conf/algorithm/ifca_cam.yaml)."""
     x = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])
     fed = _TinyFed(x, torch.tensor([2, 1]))
     g = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     k0, k1 = torch.eye(2), -torch.eye(2)
-    base = IFCA(num_clusters=2, eval_assignment="training")
+    base = IFCA(num_clusters=2)
     base.centers = {"weight": torch.stack([k0, k1])}
     base.assignment = torch.tensor([1, 0])
     cam = CAM(base, warmup_rounds=0)

@@ -28,7 +28,8 @@ def test_cifar_presets_run_unchanged_on_fake_cifar(tmp_path, fake_cifar, table, 
     """Every preset cell runs on CIFAR-format data once it is present (here: a tiny fake)."""
     for algorithm in ("ifca_cam", "fedprox_plus"):
         cfg = make_cfg([f"+preset=cam/{table}", "dataset=cifar10", f"dataset.root={fake_cifar}",
-                        f"partition={partition}", "num_clusters=5", f"algorithm={algorithm}"] + TINY)
+                        f"partition={partition}", "num_clusters=5", f"algorithm={algorithm}"] + TINY
+                       + ["model=lenet"])   # the preset's own CNN runs in the FMNIST tests; LeNet keeps this one short
         s = run(cfg, tmp_path / f"{algorithm}_{partition}")
         assert s["table"] == f"cam_{table}" and s["dataset"] == "cifar10" and s["num_clients"] == 10
         assert 0 <= s["local"]["local_test_accuracy"] <= 1 and "local_test_macro_f1" in s["local"]
@@ -69,7 +70,7 @@ def test_engines_agree_on_cam_and_ensemble(tmp_path):
         out = []
         for engine in ("batched", "sequential"):
             cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_dirichlet",
-                            "num_clusters=2", f"algorithm={algorithm}", f"engine={engine}"] + TINY)
+                            "num_clusters=2", f"algorithm={algorithm}", f"engine={engine}", "model=lenet"] + TINY)
             out.append(run(cfg, tmp_path / f"{algorithm}_{engine}"))
         assert out[0]["local"] == pytest.approx(out[1]["local"], rel=1e-4, abs=1e-6)
         assert out[0].get("cluster_sizes") == out[1].get("cluster_sizes")

@@ -103,18 +103,21 @@ class Algorithm:
         Default: the client's local model; additive and ensemble methods override it."""
         return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, fed.batched_forward)
 
-    def local_outputs_beside(self, fed: Federation, split, partner: torch.Tensor) -> torch.Tensor:
-        """This method's part of an additive predictor `partner` + f (Fed-CAM's h(x; Theta_g) +
-        f(x; Theta_c(i))): the outputs [N, Nmax, ...] to add to the frozen `partner` logits on
-        `split`. Default: `local_outputs`, which does not depend on the partner; a method that
-        picks each client's model by its loss on the evaluated data (IFCA) picks by the sum's loss."""
-        return self.local_outputs(fed, split)
+    def label_picks(self, fed: Federation, split, partner: Optional[torch.Tensor] = None) -> dict:
+        """{name: outputs [N, Nmax, ...]} of predictors that pick each client's model with the
+        labels of the data being scored (a paper code's rule, such as IFCA's re-pick by test
+        loss), where the method is configured to report them; `partner`: logits the picked model
+        is added to (Fed-CAM's h), so the pick is by the sum's loss. Reported only as
+        "local:<name>", in columns of their own: such a pick never scores the method. Default: none."""
+        return {}
 
     def local_predictors(self, fed: Federation, split) -> dict:
-        """Every predictor scored for each client: {"local": `local_outputs`} plus, for a method
-        that can predict more than one way from the same training, {"local:<name>": outputs}
-        (FedEM: mixture and top component), so one run reports them all."""
-        return {"local": self.local_outputs(fed, split)}
+        """Every predictor scored for each client: {"local": `local_outputs`}, which no label of
+        `split` may influence (tests/test_label_free_scoring.py), plus, for a method that can
+        predict more than one way from the same training, {"local:<name>": outputs} (FedEM:
+        mixture and top component; IFCA's labelled `label_pick`), so one run reports them all."""
+        return {"local": self.local_outputs(fed, split)} | {
+            f"local:{name}": out for name, out in self.label_picks(fed, split).items()}
 
     def assignment_weights(self) -> Optional[torch.Tensor]:
         """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""

@@ -91,8 +91,18 @@ class CAM(Algorithm):
             return self.global_logits(fed, split)
         if phase == "base":
             return self.base.local_outputs(fed, split)
+        return self.global_logits(fed, split) + self.base.local_outputs(fed, split)
+
+    def label_picks(self, fed, split, partner=None):
+        """The base method's labelled picks (IFCA's label_pick), made by the loss of h + f and
+        scored as h + f; during a warm-up, the base's own (FeSEM-CAM) or none (FedAvg)."""
+        phase = self.phase(self.round)
+        if phase == "fedavg":
+            return {}
+        if phase == "base":
+            return self.base.label_picks(fed, split)
         h = self.global_logits(fed, split)
-        return h + self.base.local_outputs_beside(fed, split, h)
+        return {name: h + out for name, out in self.base.label_picks(fed, split, h).items()}
 
     def local_models(self, fed):
         return self.base.local_models(fed)

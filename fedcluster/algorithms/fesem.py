@@ -1,5 +1,5 @@
 """FeSEM (Xie, Long et al., 'Multi-center federated learning', 2021)."""
-from typing import Annotated
+from typing import Annotated, Optional
 
 import torch
 
@@ -7,7 +7,7 @@ from ..errors import ConfigError
 from ..models.stacked import repeat
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Count, OneOf
-from .base import RoundPlan
+from .base import Phase, RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
 from .components import keep_trained, personal_models
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
@@ -31,8 +31,13 @@ class FeSEM(ClusteredAlgorithm):
 
     Start-up: for `local_rounds` rounds every client trains its own model (from one common
     initialisation, no regulariser); after the last of them the first K centers come from
-    k-means++ seeding on those models. Plain FeSEM uses 1 such round; FeSEM-CAM uses beta
-    (Fed-CAM: "beta epochs of local training only ... then clustering").
+    k-means++ seeding on those models. Each start-up round is the run's local budget
+    (train.steps / train.epochs), or `startup_epochs` passes over the client's data where set.
+    Plain FeSEM: 1 round of the run's budget. FeSEM-CAM (conf/algorithm/fesem_cam.yaml): Fed-CAM
+    Alg. 1 warm-up (2), "beta epochs of local training only", and §3.3, "run a few local
+    training epochs and extract warm Theta_1:K by clustering the lightly-trained local models":
+    one round of `startup_epochs` epochs. Its matched control is plain FeSEM with the same
+    start-up (`algorithm=fesem algorithm.startup_epochs=E`).
 
     `distance_on`: 'all' parameters, or 'fc' = the fully connected layers only (Fed-CAM §5
     for FeSEM-CAM). eq. 13 also scales the data gradient by n_i/n; we leave it out, as it
@@ -42,13 +47,17 @@ class FeSEM(ClusteredAlgorithm):
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 0.01,
                  distance_on: Annotated[str, OneOf(DISTANCES)] = "all", kmeans_iters: Annotated[int, AtLeast(1)] = 10,
-                 local_rounds: Annotated[int, Count] = 1):
+                 local_rounds: Annotated[int, Count] = 1,
+                 startup_epochs: Annotated[Optional[int], AtLeast(1)] = None):
         check_choice("distance_on", distance_on, DISTANCES)
         if lam < 0 or kmeans_iters < 1 or local_rounds < 1:
             raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, local_rounds >= 1; got {lam}, "
                               f"{kmeans_iters}, {local_rounds}")
+        if startup_epochs is not None and startup_epochs < 1:
+            raise ConfigError(f"algorithm.startup_epochs={startup_epochs} is out of range; allowed: null (the "
+                              f"run's local budget) or an integer >= 1")
         self.num_clusters, self.lam, self.distance_on = num_clusters, lam, distance_on
-        self.kmeans_iters, self.local_rounds = kmeans_iters, local_rounds
+        self.kmeans_iters, self.local_rounds, self.startup_epochs = kmeans_iters, local_rounds, startup_epochs
 
     def setup(self, fed):
         self.local = personal_models(fed)
@@ -63,7 +72,10 @@ class FeSEM(ClusteredAlgorithm):
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)
         if not self.clustered:
-            return RoundPlan(clients, repeat(self.local, clients))
+            if self.startup_epochs is None:
+                return RoundPlan(clients, repeat(self.local, clients))
+            return RoundPlan(clients, repeat(self.local, clients),
+                             phases=[Phase(tuple(self.local), epochs=self.startup_epochs)])
         coeffs = self.lam * torch.nn.functional.one_hot(self.assignment, self.num_clusters).to(fed.dtype)
         return RoundPlan(clients, repeat(self.centers, self.assignment), [Proximal(self.centers, coeffs)])
 

@@ -10,7 +10,6 @@ from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm, check_choice
 
 UPDATES = ("mean", "eq6")
-EVAL_ASSIGNMENTS = ("evaluated_data", "training")
 
 
 def global_share_update(centers: Stack, trained: Stack, groups: torch.Tensor, sizes: torch.Tensor,
@@ -32,16 +31,17 @@ class IFCA(ClusteredAlgorithm):
     """Each round every client takes the cluster model with the smallest mean loss on its
     training data (hard assignment); participating clients train from that model. Cluster
     update `mean`: each cluster model becomes the n_k-weighted mean of its clients' results
-    (unchanged if it got none), as in IFCA; `eq6`: Fed-CAM's eq. (6), used by IFCA-CAM.
-    A client's local model is its assigned cluster model.
+    (unchanged if it got none), as in IFCA; `eq6`: Fed-CAM's eq. (6), a sensitivity option for
+    IFCA and IFCA-CAM alike (conf/algorithm/ifca_cam.yaml).
 
-    `eval_assignment`: which cluster model scores a client on the data being evaluated.
-    `evaluated_data` (default, as IFCA's code: jichan3751/ifca, get_inference_stats in
-    mnist/train_cluster_mnist.py and its siblings, which take on each machine's test data, and
-    again on its training data, the model with the smallest loss on that data): the client's
-    lowest-mean-loss model on that split, with the current models; `training`: the model it
-    was assigned from its training losses at the start of the round (the one it trained).
-    Under CAM the pick is by the loss of the additive model h + f (`local_outputs_beside`)."""
+    Scoring: a client is scored with the model it was assigned from its training losses at the
+    start of the round (the one it trained), on every split: no label of the data being scored
+    chooses the model. IFCA's code (jichan3751/ifca, get_inference_stats in
+    mnist/train_cluster_mnist.py and its siblings) instead re-picks, on each machine's test data,
+    the model with the smallest loss on that data, which reads the test labels. That rule is
+    `report_label_pick: true`: it is scored as well, but only as the separate predictor
+    `local:label_pick` (its own labelled column in the reports), never as the method's score.
+    Under CAM its pick is by the loss of the additive model h + f (`label_picks`)."""
     state = ("centers", "assignment", "loss_vectors")
     name = "ifca"
 
@@ -49,13 +49,12 @@ class IFCA(ClusteredAlgorithm):
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
                  update: Annotated[str, OneOf(UPDATES)] = "mean", init: Annotated[str, OneOf(INITS)] = "independent",
                  first_round: Annotated[str, OneOf(FIRST_ROUNDS)] = "evaluation",
-                 eval_assignment: Annotated[str, OneOf(EVAL_ASSIGNMENTS)] = "evaluated_data"):
+                 report_label_pick: bool = False):
         check_choice("update", update, UPDATES)
-        check_choice("eval_assignment", eval_assignment, EVAL_ASSIGNMENTS)
         check_choice("init", init, INITS)
         check_choice("first_round", first_round, FIRST_ROUNDS)
         self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
-        self.init, self.first_round, self.eval_assignment = init, first_round, eval_assignment
+        self.init, self.first_round, self.report_label_pick = init, first_round, report_label_pick
 
     def plan(self, t, fed):
         self.loss_vectors = fed.mean_train_losses(self.centers)      # [N, K], kept for the loss heatmap
@@ -75,16 +74,14 @@ class IFCA(ClusteredAlgorithm):
 
     def models_on(self, fed, split, partner=None) -> torch.Tensor:
         """[N] each client's cluster model with the smallest mean loss on its samples of `split`
-        (of partner + model where `partner` logits are given); 0 for a client without samples."""
+        (of partner + model where `partner` logits are given); 0 for a client without samples.
+        Reads split.y: used only for the labelled `label_pick` predictor."""
         losses = losses_on_clients(fed.model, fed.data.task, self.centers, split.x, split.y, split.mask, partner)
         mean = losses.masked_fill(~split.mask.unsqueeze(0), 0.0).sum(2) / split.n.clamp_min(1).to(losses.dtype)
         return mean.argmin(0)
 
-    def local_outputs_beside(self, fed, split, partner):
-        if self.eval_assignment == "training":
-            return super().local_outputs(fed, split)
+    def label_picks(self, fed, split, partner=None):
+        if not self.report_label_pick:
+            return {}
         picked = repeat(self.centers, self.models_on(fed, split, partner))
-        return outputs_paired(fed.model, picked, split.x, split.n, fed.batched_forward)
-
-    def local_outputs(self, fed, split):
-        return self.local_outputs_beside(fed, split, None)
+        return {"label_pick": outputs_paired(fed.model, picked, split.x, split.n, fed.batched_forward)}

@@ -72,6 +72,37 @@ class LettersCNN(nn.Module):
         return (out, feats) if with_features else out
 
 
+class FedAvgCNN(nn.Module):
+    """The CNN of the FedAvg paper (McMahan et al., AISTATS 2017, §3 'Experiments'), which
+    Fed-CAM §5 uses ("CNN [32]"): two 5x5 convolutions of 32 and 64 channels, each followed by
+    a ReLU and 2x2 max pooling, a fully connected layer of 512 units with ReLU, then the class
+    layer (softmax in the paper; logits here, for cross-entropy).
+
+    Padding: 'same' (2). The paper gives 1,663,370 parameters for MNIST; with padding 2 the
+    feature map is 64 x 7 x 7 and the count is 832 + 51,264 + 1,606,144 + 5,130 = 1,663,370
+    exactly (without padding it would be 582,026). The paper's text puts the ReLU only on the
+    512 layer; the convolutions' ReLUs follow the TensorFlow MNIST tutorial model this CNN
+    is (the same layers, 'same' padding, ReLU after each conv). Unlike LettersCNN (FedSoft's
+    letters model, read from the authors' code), the convolutions here have ReLUs."""
+
+    def __init__(self, in_shape, num_outputs: int, init: Annotated[str, OneOf(INITS)] = "xavier"):
+        super().__init__()
+        c = in_shape[0]
+        self.features = nn.Sequential(
+            nn.Conv2d(c, 32, 5, padding=2), nn.ReLU(), MaxPool2x2(),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), MaxPool2x2(), nn.Flatten())
+        self.classifier = nn.Sequential(
+            nn.Linear(_flat_size(self.features, in_shape), 512), nn.ReLU(),
+            nn.Linear(512, num_outputs))
+        initialize(self, init)
+
+    def forward(self, x, with_features: bool = False):
+        """Logits; with_features: (logits, the 512-unit representation the last layer reads)."""
+        feats = self.classifier[:-1](self.features(x))
+        out = self.classifier[-1](feats)
+        return (out, feats) if with_features else out
+
+
 class CifarCNN(nn.Module):
     """FedSoft's CIFAR-10 CNN (App. C): six 3x3 convs of 32, 64, 128, 128, 256, 256
     channels with ReLU, a 2x2 max-pool after every second conv, then FC 1024 -> 512 -> classes."""
