@@ -1,0 +1,90 @@
+"""No algorithm lets the labels of the data being scored choose the model that scores a client.
+
+For every algorithm option in conf/algorithm/ (found by listing, so a new one is covered the
+moment it lands), built from the composed config as the CLI builds it and trained for 2 rounds on
+tiny fake Fashion-MNIST: each client's predictions on its test split ("local", and every other
+predictor except the labelled paper-code picks "local:label_pick") are the same with the test
+labels replaced by other classes. A paper code's rule that does read them (IFCA's re-pick by test
+loss, `report_label_pick`) is shown to react to the labels, so the check can fail."""
+import dataclasses
+
+import pytest
+import torch
+
+from conftest import CONF, make_cfg
+from fakedata import write_mnist_like
+from fedcluster.assemble import build, choose_engine
+from fedcluster.engine.clients import run_clients
+from test_every_option import CONTEXT, shrink
+
+ALGORITHMS = sorted(f.stem for f in (CONF / "algorithm").glob("*.yaml"))
+LABELLED = ("local:label_pick",)   # predictors that read the scored labels by design, reported apart
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    write_mnist_like(root / "FashionMNIST" / "raw", n_train=1200, n_test=300)
+    return root
+
+
+def trained(overrides, root, rounds=2):
+    """(algorithm, federation) after `rounds` rounds of the composed config, by the run's own steps."""
+    cfg = shrink(make_cfg(overrides), root)
+    hw, fed, alg, trainer = build(cfg)
+    engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
+    fed.batched_forward = engine == "batched"
+    alg.setup(fed)
+    for t in range(rounds):
+        plan = alg.plan(t, fed)
+        result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed)
+        alg.aggregate(t, plan, result.params, fed)
+    return alg, fed
+
+
+def other_labels(split, num_classes: int, seed: int = 0):
+    """The split with every label replaced by a different class (a random non-zero shift)."""
+    g = torch.Generator().manual_seed(seed)
+    shift = torch.randint(1, num_classes, split.y.shape, generator=g).to(split.y.device)
+    return dataclasses.replace(split, y=(split.y + shift) % num_classes)
+
+
+def changed_predictors(alg, fed, relabelled) -> list:
+    """Names of the predictors whose outputs on the test split differ between the true and the
+    `relabelled` labels (over each client's real samples)."""
+    split = fed.data.local_test
+    before, after = alg.local_predictors(fed, split), alg.local_predictors(fed, relabelled)
+    assert sorted(before) == sorted(after)
+    mask = split.mask
+    return [name for name in before if not torch.equal(before[name][mask], after[name][mask])]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_test_labels_cannot_change_which_model_scores_a_client(algorithm, data_root):
+    overrides = CONTEXT["algorithm"] + [f"algorithm={algorithm}"]
+    alg, fed = trained(overrides, data_root)
+    relabelled = other_labels(fed.data.local_test, fed.data.num_classes)
+    assert not torch.equal(relabelled.y[relabelled.mask], fed.data.local_test.y[relabelled.mask])
+    changed = [name for name in changed_predictors(alg, fed, relabelled) if name not in LABELLED]
+    assert changed == [], f"algorithm={algorithm}: test labels change the predictions of {changed}"
+
+
+@pytest.mark.parametrize("algorithm,option", [("ifca", "algorithm.report_label_pick=true"),
+                                              ("ifca_cam", "algorithm.base.report_label_pick=true")])
+def test_the_labelled_pick_reads_the_labels_and_the_score_does_not(algorithm, option, data_root):
+    """IFCA's code's rule, kept as `local:label_pick`: label each client's test samples with what a
+    cluster model other than its own predicts, and the pick moves to that model (the check above
+    would catch a predictor doing this); the method's own score stays as it was."""
+    alg, fed = trained(CONTEXT["algorithm"] + [f"algorithm={algorithm}", option], data_root)
+    ifca = getattr(alg, "base", alg)
+    split = fed.data.local_test
+    other = (ifca.assignment + 1) % ifca.num_clusters
+    partner = alg.global_logits(fed, split) if algorithm == "ifca_cam" else None
+    from fedcluster.engine.forward import outputs_paired
+    from fedcluster.models.stacked import repeat
+    logits = outputs_paired(fed.model, repeat(ifca.centers, other), split.x, split.n, fed.batched_forward)
+    if partner is not None:
+        logits = logits + partner
+    relabelled = dataclasses.replace(split, y=logits.argmax(-1).to(split.y.dtype))
+    assert torch.equal(ifca.models_on(fed, relabelled, partner), other)
+    assert changed_predictors(alg, fed, relabelled) == ["local:label_pick"]
