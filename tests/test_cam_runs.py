@@ -46,13 +46,20 @@ def test_all_eight_methods_and_the_report_on_fake_fmnist(tmp_path):
     sweep = tmp_path / "sweep"
     methods = ["fedavg", "fedprox", "fedavg_plus", "fedprox_plus", "ifca", "ifca_cam", "fesem", "fesem_cam"]
     for i, algorithm in enumerate(methods):
+        pick = {"ifca": ["algorithm.report_label_pick=true"], "ifca_cam": ["algorithm.base.report_label_pick=true"]}
         cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=5",
-                        f"algorithm={algorithm}"] + TINY)
+                        f"algorithm={algorithm}"] + TINY + pick.get(algorithm, []))
         run(cfg, sweep / f"{i}_{algorithm}")
     text = build_report(sweep)
     assert "Fed-CAM Table 1" in text and "fashion_mnist/cluster_nclass acc paper" in text
     table = pd.read_csv(sweep / "report_cam_table1.csv")
     assert table["method"].tolist() == methods
+    # one cluster update for IFCA and its CAM variant, named; the test-label pick only in its labelled column
+    updates = dict(zip(table["method"], table["cluster update"]))
+    assert updates["ifca"] == updates["ifca_cam"] == "mean" and pd.isna(updates["fesem"])
+    pick = "fashion_mnist/cluster_nclass acc, picked by test loss (reads test labels) mean"
+    assert set(table.loc[table[pick].notna(), "method"]) == {"ifca", "ifca_cam"}
+    assert "reads the test labels" in text
     # tiny runs: the paper column is labelled with how its protocol differs from ours
     assert "fashion_mnist/cluster_nclass acc paper (different protocol: rounds 100 vs ours 3" in text
     assert set(table["paper protocol differs"]) and table["paper protocol differs"].iloc[0].startswith("rounds 100 vs ours 3")

@@ -105,6 +105,23 @@ def _cam_row_order(key):
     return (0 if method in K_FREE else 1, k if k is not None else float("inf"),
             CAM_METHODS.index(method) if method in CAM_METHODS else 99, str(method), _natural(str(label)))
 
+LABEL_PICK = "picked by test loss (reads test labels)"
+
+
+def _cluster_update(summary: dict):
+    """IFCA's cluster update rule ('mean' or 'eq6') of an IFCA or IFCA-CAM run, else None."""
+    algorithm = (summary.get("config") or {}).get("algorithm") or {}
+    for node in (algorithm, algorithm.get("base") or {}):
+        if node.get("name") == "ifca":
+            return node.get("update", "mean")
+    return None
+
+
+def _label_pick(summary: dict):
+    """Mean-over-clients test accuracy of the labelled `local:label_pick` predictor, if reported."""
+    return ((summary.get("local_alternatives") or {}).get("label_pick") or {}).get("local_test_accuracy")
+
+
 def table_cam(cells, ctx) -> Table:
     """Fed-CAM Tables 1-2: rows (K, method); per (dataset, partition) our accuracy (mean over
     clients, and micro: pooled over all clients' test samples, as the paper scores it) and
@@ -137,6 +154,10 @@ def table_cam(cells, ctx) -> Table:
     rows = []
     for label, method in row_keys:
         row = {"K": label, "method": method}
+        all_runs = [r for d, p in order for r in settings[(d, p)].get((label, method), [])]
+        update = unique(str(_cluster_update(r.summary)) for r in all_runs if _cluster_update(r.summary))
+        if update:
+            row["cluster update"] = "/".join(update)
         for d, p in order:
             rs = settings[(d, p)].get((label, method), [])
             gaps = protocol_gaps(protocol, [r for e in settings[(d, p)].values() for r in e])
@@ -149,6 +170,9 @@ def table_cam(cells, ctx) -> Table:
             row[paper_label(f"{tag} acc paper", gaps)] = Reported(ref[0], None, 1) if ref else DASH
             row[f"{tag} F1"] = Stat.pct(local_metric(r.summary, "local_test_macro_f1") for r in rs)
             row[paper_label(f"{tag} F1 paper", gaps)] = Reported(ref[1], None, 1) if ref and ref[1] is not None else DASH
+            picks = [_label_pick(r.summary) for r in rs]
+            if any(v is not None for v in picks):
+                row[f"{tag} acc, {LABEL_PICK}"] = Stat.pct(picks)
             row[f"{tag} seeds"] = len({r.seed for r in rs})
         rows.append(row)
     diag = []
@@ -169,6 +193,14 @@ def table_cam(cells, ctx) -> Table:
              "accuracy over all clients' test samples pooled (Fed-CAM §5's 'micro accuracy', so the paper's acc "
              "column compares with it; empty for runs that predate it). 'paper': Fed-CAM's reported mean "
              "(200 clients, 100 rounds, the whole training set)."]
+    if any("cluster update" in r for r in rows):
+        notes.append("cluster update: how IFCA and IFCA-CAM move a cluster model, 'mean' (the n_i-weighted mean of its "
+                     "clients' models, IFCA's rule, the default of both) or 'eq6' (Fed-CAM's eq. 6: by the clients' share "
+                     "of all data, a sensitivity option of both).")
+    if any(LABEL_PICK in c for r in rows for c in r):
+        notes.append(f"'acc, {LABEL_PICK}': IFCA's code's scoring (get_inference_stats), each client scored with the "
+                     "cluster model of lowest loss on its test data, which reads the test labels; reported apart, never "
+                     "as the method's score ('acc' scores the model the client trained).")
     if dropped or any(m in K_FREE for _, m in row_keys):
         note = ("FedAvg and FedProx (K = 1) do not use num_clusters; a K sweep runs them once per K, so runs of "
                 "theirs that differ only in num_clusters are one row, one run kept per seed (the first by path")
