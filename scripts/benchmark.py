@@ -9,7 +9,7 @@ Workloads (built from the presets where one exists, so a preset change carries o
   (b) CLoVE images (+preset=clove/images, label skew 2, CLoVE): 25 clients x 500 Fashion-MNIST
       images, LeNet, Adam 1e-3, batch 100, 1 epoch, K=5; every round each client's loss on each
       of the 5 models (scoring).
-  (c) Fed-CAM Table 1 (+preset=cam/table1, cluster-wise Dirichlet, K=10, IFCA): 200 clients over
+  (c) Fed-CAM Table 1 (+preset=cam/table1 model=lenet, cluster-wise Dirichlet, K=10, IFCA): 200 clients over
       all 60k Fashion-MNIST training images, SGD 1e-3 momentum 0.9, batch 32, 10 local steps;
       every round the 10 models score all 60k images (assignment).
   (d) PFLlib's FedAvg workload (no preset): Fashion-MNIST, 20 clients (Dirichlet 0.1 label skew
@@ -68,7 +68,7 @@ WORKLOADS = {
     "b": ("clove", "clove/images", ["partition=label_skew2", "algorithm=clove"],
           ["partition.samples_per_client=20", "partition.test_samples_per_client=10"]),
     "c": ("ifca", "cam/table1", ["dataset=fashion_mnist", "partition=cluster_dirichlet", "num_clusters=10",
-                                 "algorithm=ifca"],
+                                 "algorithm=ifca", "model=lenet"],   # LeNet: the workload measured since issue 36
           ["partition.num_clients=20", "train.steps=2"]),
     "d": ("fedavg", None, PFLLIB, ["partition.num_clients=4", "train.steps=3"]),
     "d_cnn": ("fedavg", None, PFLLIB + ["model=letters_cnn"], ["partition.num_clients=4", "train.steps=3"]),

@@ -21,7 +21,8 @@ scale=(partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000 c
 job() {   # job PARTITION K SEED ALGORITHM [override ...]
   local partition=$1 k=$2 seed=$3 algorithm=$4
   shift 4
-  fedcluster +preset=cam/table1 hydra.sweeper.params.dataset=fashion_mnist \
+  # algorithm= as well as its sweep parameter: the job's own overrides (algorithm.*) are checked against it
+  fedcluster +preset=cam/table1 algorithm="$algorithm" hydra.sweeper.params.dataset=fashion_mnist \
     hydra.sweeper.params.partition="$partition" hydra.sweeper.params.num_clusters="$k" \
     hydra.sweeper.params.algorithm="$algorithm" hydra.sweeper.params.seed="$seed" \
     "${scale[@]}" "$@" hydra.sweep.dir="$dir"
