@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from fedcluster.assemble import build
+from fedcluster.errors import ConfigError
 from fedcluster.runner import run
 
 from conftest import make_cfg
@@ -104,3 +105,27 @@ def test_learning_curve_script_trains_the_papers_optimizer_on_iid_data(fake_fmni
     assert all(0 <= r["test_accuracy"] <= 1 for r in rows)
     again = script.curve(lr=0.05, checkpoints=[1, 30], batch=32, momentum=0.9, init="xavier", seed=0)
     assert [r["test_accuracy"] for r in again] == [r["test_accuracy"] for r in rows]   # seeded
+
+
+def test_fesem_cam_warms_up_by_a_few_local_epochs_and_its_control_matches(fake_fmnist, tmp_path):
+    """FeSEM-CAM's warm-up (Fed-CAM Alg. 1 (2), §3.3): one round of base.startup_epochs local epochs, then
+    the first clustering and h from round 1; the matched control is plain FeSEM with the same start-up.
+    The start-up round trains each client for that many passes over its data, whatever train.steps says."""
+    common = ["+preset=cam/table1", f"dataset.root={fake_fmnist}", "partition=cluster_nclass"] + FAST
+    cam = build(make_cfg(common + ["algorithm=fesem_cam"]))[2]
+    assert (cam.warmup_rounds, cam.base.local_rounds, cam.base.startup_epochs) == (1, 1, 3)
+    control = build(make_cfg(common + ["algorithm=fesem", "algorithm.distance_on=fc", "algorithm.startup_epochs=3"]))
+    hw, fed, fesem, trainer = control
+    assert (fesem.local_rounds, fesem.startup_epochs, fesem.distance_on) == (1, 3, "fc")
+    fesem.setup(fed)
+    plan = fesem.plan(0, fed)
+    assert [p.epochs for p in plan.phases] == [3] and set(plan.phases[0].trainable) == set(fesem.local)
+    n = fed.data.train.n
+    schedule = trainer.schedule(n, fed.data.train.x.shape[1], torch.Generator().manual_seed(0), plan.phases[0].epochs)
+    steps_per_epoch = (n.max().item() + trainer.batch_size - 1) // trainer.batch_size
+    assert schedule.index.shape[1] == 3 * steps_per_epoch != trainer.steps    # epochs, not the run's 10 steps
+    cam.setup(fed)
+    assert cam.phase(0) == "base" and cam.phase(1) == "cam"
+    with pytest.raises(ConfigError, match=r"algorithm.startup_epochs=0 is out of range; allowed: .*>= 1"):
+        run(make_cfg(common + ["algorithm=fesem", "algorithm.startup_epochs=0"]), tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
