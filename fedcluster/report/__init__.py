@@ -11,6 +11,7 @@ from typing import List, Optional, Tuple
 
 from ..io import write_csv, write_text
 from ..results.cells import Stat
+from .baseline import NOTE as BASELINE_NOTE, baseline_frame, check_baseline
 from .render import listing, render
 from ..results.runs import ReportError, discover
 from .sections import (csv_frame, figure_panels, line_colors, local_test_curve, sections_for, slug, write_figure,
@@ -52,11 +53,13 @@ def _save(report: Report, path: Path, writer, *args) -> bool:
     return True
 
 
-def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Report:
+def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseline: Optional[str] = None) -> Report:
     """Find the runs under `root`, build every table, write the CSVs (always), the ARI figure and
     report.md (report.tex for latex) into `root` where it can, and return the text. figures=True
     also writes learning curves (local test key metric over rounds, mean +- std over seeds) per
-    key metric: learning_curves_<metric>.png/.pdf."""
+    key metric: learning_curves_<metric>.png/.pdf. baseline: a method (algorithm.name) every
+    configuration is compared with, setting by setting, with 95 % intervals over seeds
+    (report/baseline.py; its CSV: report_<table>_vs_<baseline>.csv)."""
     root = Path(root)
     if fmt not in FORMATS:
         raise ReportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
@@ -67,7 +70,11 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Rep
             shown = "; ".join(f"{s.path}: {s.reason.split(' (')[0]}" for s in found.skipped[:3])
             what = f" ({len(found.skipped)} skipped: {shown}{'; ...' if len(found.skipped) > 3 else ''})"
         raise ReportError(f"no finished fedcluster run under {root}{what}; give a run or multirun directory")
+    if baseline is not None:
+        check_baseline(found.runs, baseline)
     sections = sections_for(found.runs)
+    if baseline is not None:
+        add_baseline(sections, baseline)
     report = Report("")
     for section in sections:
         name = slug(section.name or "runs")
@@ -77,6 +84,9 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Rep
         extra = csv_frame(section, 1)
         if extra is not None:
             _save(report, root / f"report_{name}_clusters.csv", write_csv, extra)
+        compared = csv_frame(section, "baseline") if baseline is not None else None
+        if compared is not None:
+            _save(report, root / f"report_{name}_vs_{slug(baseline)}.csv", write_csv, compared)
     figure = None
     colors = line_colors(sections)   # one colour per configuration in every figure
     panels = figure_panels(sections)
@@ -97,10 +107,21 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False) -> Rep
     return report
 
 
-def build_report(root: Path, fmt: str = "markdown") -> str:
+def add_baseline(sections, baseline: str) -> None:
+    """Each sub-table's differences to `baseline` (report/baseline.py), with its notes."""
+    for section in sections:
+        for _, table in section.parts:
+            frame, notes = baseline_frame(table.cells, baseline)
+            if len(frame):
+                heading = f"Differences to {baseline} (95 % confidence intervals over seeds)"
+                table.baseline = (heading, frame)
+                table.notes = table.notes + [BASELINE_NOTE.format(b=baseline)] + notes
+
+
+def build_report(root: Path, fmt: str = "markdown", baseline: Optional[str] = None) -> str:
     """The report's text (files written as make_report does); a warning on stderr when some
     could not be written."""
-    report = make_report(Path(root), fmt)
+    report = make_report(Path(root), fmt, baseline=baseline)
     warning = report.warning(Path(root))
     if warning:
         print(warning, file=sys.stderr)
@@ -121,6 +142,9 @@ def main(argv=None) -> None:
                    help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
     p.add_argument("--format", choices=FORMATS, default="markdown",
                    help="how tables are printed and saved (report.md or report.tex); the CSVs are always written")
+    p.add_argument("--baseline", metavar="METHOD",
+                   help="compare every configuration with this method (an algorithm name) in the same setting: "
+                        "differences with 95%% confidence intervals over seeds, paired by seed or Welch")
     args = p.parse_args(argv)
     root = args.directory
     if not root.exists():
@@ -128,7 +152,7 @@ def main(argv=None) -> None:
     if not root.is_dir():
         p.exit(2, f"fedcluster-report: {root} is a file, not a directory; give a run or multirun directory\n")
     try:
-        report = make_report(root, args.format, figures=args.figures)
+        report = make_report(root, args.format, figures=args.figures, baseline=args.baseline)
     except ReportError as e:
         p.exit(2, f"fedcluster-report: {e}\n")
     try:

@@ -40,7 +40,7 @@ def render(sections: List[Section], listing: Tuple[List[str], List[str]], figure
             if table.notes:
                 out.append((latex_escape(join_notes(table.notes)) if fmt == "latex" else join_notes(table.notes)) + "\n")
             out.append((to_latex(table.frame) if fmt == "latex" else to_markdown(table.frame)) + "\n")
-            for heading, frame in table.extra:
+            for heading, frame in table.extra + ([table.baseline] if table.baseline else []):
                 if len(frame):
                     out.append(f"\\paragraph{{{latex_escape(heading)}}}\n{to_latex(frame)}\n" if fmt == "latex"
                                else f"#### {heading}\n\n{to_markdown(frame)}\n")

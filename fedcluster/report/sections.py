@@ -113,12 +113,16 @@ def sections_for(runs: List[Run]) -> List[Section]:
         sections.append(build_section(n, by_table[n], notes))
     return sections
 
-def csv_frame(section: Section, which: int) -> Optional[pd.DataFrame]:
-    """A section's main frame (which = 0) or its n-th extra frame, all sub-tables stacked,
-    with the sub-table's key values as leading columns."""
+def csv_frame(section: Section, which) -> Optional[pd.DataFrame]:
+    """A section's main frame (which = 0), its n-th extra frame, or (which = "baseline") its
+    differences to the report's --baseline, all sub-tables stacked, with the sub-table's key
+    values as leading columns."""
     frames = []
     for subtitle, table in section.parts:
-        frame = table.frame if which == 0 else (table.extra[which - 1][1] if len(table.extra) >= which else None)
+        if which == "baseline":
+            frame = table.baseline[1] if table.baseline else None
+        else:
+            frame = table.frame if which == 0 else (table.extra[which - 1][1] if len(table.extra) >= which else None)
         if frame is None or not len(frame):
             continue
         frame = clean_columns(to_csv_frame(frame))

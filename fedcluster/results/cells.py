@@ -7,6 +7,8 @@ from typing import Iterable, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
+from .compare import Difference
+
 DASH = "–"
 
 
@@ -146,7 +148,7 @@ class Verdict:
 
 def cell_text(value) -> str:
     """Any table cell as text (markdown and LaTeX)."""
-    if isinstance(value, (Stat, Reported, Verdict)):
+    if isinstance(value, (Stat, Reported, Verdict, Difference)):
         return value.text()
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -207,6 +209,16 @@ def to_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
             out[col] = [v.diff if isinstance(v, Verdict) else float("nan") for v in values]
             out[f"{col} within 2 std"] = pd.array([v.within if isinstance(v, Verdict) else None for v in values],
                                                  dtype="boolean")
+        elif any(isinstance(v, Difference) for v in values):   # in shown units (percentage points)
+            def part(v, f):
+                return f(v) * v.scale if isinstance(v, Difference) else float("nan")
+            out[col] = [part(v, lambda d: d.diff) for v in values]
+            out[f"{col} ci low"] = [part(v, lambda d: d.low) for v in values]
+            out[f"{col} ci high"] = [part(v, lambda d: d.high) for v in values]
+            out[f"{col} excludes 0"] = pd.array([v.excludes_zero if isinstance(v, Difference) else None
+                                                 for v in values], dtype="boolean")
+            out[f"{col} best"] = pd.array([v.best if isinstance(v, Difference) else None for v in values],
+                                          dtype="boolean")
         elif any(isinstance(v, Stat) for v in values):
             means, stds, ns = [], [], []
             for v in values:

@@ -90,6 +90,7 @@ class Table:
     laid_out: List[str] = field(default_factory=list)    # the varying keys it lays out
     split: List[Tuple[str, object]] = field(default_factory=list)   # (key, value) this sub-table is for
     compare: Optional[Dict[str, str]] = None   # {paper column: our column}; None: the nearest Stat column to its left
+    baseline: Optional[Tuple[str, pd.DataFrame]] = None   # (heading, differences to --baseline), report/baseline.py
 
 VERDICT_NOTE = ("'− paper' columns: our mean minus the paper's, and whether ours lies within the paper's mean ± 2 std "
                 "(its std; '(ours)': our std over seeds, where the paper gives none; 'no std': neither exists, so the "

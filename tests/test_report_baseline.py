@@ -1,0 +1,92 @@
+"""fedcluster-report --baseline: differences to a baseline method with 95 % intervals over seeds,
+on hand-made runs whose differences are known (make_run from test_report)."""
+import math
+
+import pandas as pd
+import pytest
+
+from fedcluster.report import build_report, main
+from fedcluster.results.compare import difference, paired_difference, welch_difference
+from test_report import make_run
+
+FEDSOFT = {"_target_": "fedcluster.algorithms.FedSoft", "name": "fedsoft"}
+FEDEM = {"_target_": "fedcluster.algorithms.FedEM", "name": "fedem"}
+T2 = 4.302652729911275     # t(0.975, 2 df)
+T4 = 2.7764451051977987    # t(0.975, 4 df)
+
+
+def runs(root, name, algorithm, seeds, mse, ari=None):
+    for i, seed in enumerate(seeds):
+        overrides = {"algorithm": algorithm} if algorithm else {}
+        summary = {"local": {"local_test_mse": mse[i]}, "ari": ari[i] if ari else 1.0}
+        make_run(root / f"{name}_s{seed}", seed, overrides, summary)
+
+
+def test_paired_and_welch_intervals_by_hand():
+    b = {0: 1.0, 1: 2.0, 2: 3.0}
+    x = {0: 1.5, 1: 2.6, 2: 3.4}                      # per-seed differences 0.5, 0.6, 0.4
+    d = paired_difference(x, b)
+    half = T2 * 0.1 / math.sqrt(3)
+    assert (d.test, d.n) == ("paired", "3")
+    assert d.diff == pytest.approx(0.5) and d.low == pytest.approx(0.5 - half) and d.high == pytest.approx(0.5 + half)
+    assert d.excludes_zero
+    w = welch_difference([1.5, 2.5, 3.5], [1.0, 2.0, 3.0])   # equal variances 1: df = 4, se = sqrt(2/3)
+    assert (w.test, w.n) == ("Welch", "3 vs 3")
+    assert w.low == pytest.approx(0.5 - T4 * math.sqrt(2 / 3)) and not w.excludes_zero
+    assert difference(x, b).test == "paired"
+    assert difference({3: 1.5, 4: 2.5, 5: 3.5}, b).test == "Welch"    # other seeds: other data draws
+    one = difference({0: 2.0}, {0: 1.0})
+    assert one.diff == 1.0 and not one.has_interval and not one.excludes_zero
+
+
+def test_report_pairs_by_seed_and_marks_what_excludes_zero(tmp_path, capsys):
+    """Same seeds: paired, so a steady +0.5 shows although the seeds spread by 1 (Welch would not
+    see it); a method on other seeds is compared by Welch, and its interval includes 0."""
+    runs(tmp_path, "ifca", None, [0, 1, 2], [1.0, 2.0, 3.0])
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1, 2], [1.5, 2.6, 3.4])
+    runs(tmp_path, "fedem", FEDEM, [3, 4, 5], [1.5, 2.5, 3.5])
+    main([str(tmp_path), "--baseline", "ifca"])
+    text = capsys.readouterr().out
+    assert "Differences to ifca (95 % confidence intervals over seeds)" in text and "paired by seed" in text
+    table = pd.read_csv(tmp_path / "report_runs_vs_ifca.csv")
+    row = table.set_index("method")
+    half = T2 * 0.1 / math.sqrt(3)
+    assert row.loc["fedsoft", "MSE − ifca"] == pytest.approx(0.5)
+    assert row.loc["fedsoft", "MSE − ifca ci low"] == pytest.approx(0.5 - half)
+    assert bool(row.loc["fedsoft", "MSE − ifca excludes 0"]) and row.loc["fedsoft", "test"] == "paired (3)"
+    assert row.loc["fedem", "test"] == "Welch (3 vs 3)" and not bool(row.loc["fedem", "MSE − ifca excludes 0"])
+    assert "ifca (baseline)" in row.index
+    md = (tmp_path / "report.md").read_text()
+    assert "+0.5 [+0.252, +0.748] *" in md
+
+
+def test_best_in_column_only_where_significantly_best(tmp_path):
+    """ARI: fedsoft is above both others in every seed by a steady margin, so it is marked best;
+    MSE: fedsoft has the lowest mean but not significantly (seed noise), so no mark."""
+    runs(tmp_path, "ifca", None, [0, 1, 2], [1.0, 2.0, 3.0], ari=[0.50, 0.52, 0.48])
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1, 2], [0.5, 2.5, 2.0], ari=[0.90, 0.91, 0.89])
+    runs(tmp_path, "fedem", FEDEM, [0, 1, 2], [1.2, 1.8, 3.1], ari=[0.60, 0.70, 0.65])
+    build_report(tmp_path, baseline="ifca")
+    row = pd.read_csv(tmp_path / "report_runs_vs_ifca.csv").set_index("method")
+    assert bool(row.loc["fedsoft", "ARI − ifca best"]) and not bool(row.loc["fedem", "ARI − ifca best"])
+    assert not row["MSE − ifca best"].fillna(False).astype(bool).any()
+    assert "▲best" in (tmp_path / "report.md").read_text()
+
+
+def test_baseline_as_the_significantly_best_is_marked_on_its_own_row(tmp_path):
+    runs(tmp_path, "ifca", None, [0, 1], [1.0, 2.0], ari=[0.95, 0.96])
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1], [1.0, 2.0], ari=[0.50, 0.52])
+    build_report(tmp_path, baseline="ifca")
+    row = pd.read_csv(tmp_path / "report_runs_vs_ifca.csv").set_index("method")
+    assert bool(row.loc["ifca (baseline)", "ARI − ifca best"]) and row.loc["ifca (baseline)", "ARI − ifca"] == 0
+    assert "0.955 (its mean) ▲best" in (tmp_path / "report.md").read_text()
+
+
+def test_an_unknown_baseline_is_a_one_line_error_before_anything_is_written(tmp_path, capsys):
+    runs(tmp_path, "ifca", None, [0], [1.0])
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path), "--baseline", "clove"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1
+    assert "--baseline 'clove' is not a method of these runs; allowed: ifca" in err
+    assert not list(tmp_path.glob("report*"))
