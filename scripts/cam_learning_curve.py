@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fedcluster.data.images import ImageSource  # noqa: E402
-from fedcluster.models import LeNetCNN  # noqa: E402
+from fedcluster.models import FedAvgCNN, LeNetCNN  # noqa: E402
+
+MODELS = {"lenet": LeNetCNN, "fedavg_cnn": FedAvgCNN}
 
 
 def accuracy(model, x, y, chunk=2000) -> float:
@@ -29,12 +31,12 @@ def accuracy(model, x, y, chunk=2000) -> float:
     return hits / len(y)
 
 
-def curve(lr: float, checkpoints, batch: int, momentum: float, init: str, seed: int):
+def curve(lr: float, checkpoints, batch: int, momentum: float, init: str, seed: int, model: str = "lenet"):
     source = ImageSource(name="fashion_mnist", distributions=[{"rotation": 0}], seed=seed)
     tx, ty = source.pool("train")
     vx, vy = source.pool("test")
     torch.manual_seed(seed)
-    model = LeNetCNN(tuple(source.in_shape), source.num_classes, init=init)
+    name, model = model, MODELS[model](tuple(source.in_shape), source.num_classes, init=init)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     g = torch.Generator().manual_seed(seed)
     order, pos, out, tick = torch.randperm(len(ty), generator=g), 0, [], time.time()
@@ -48,7 +50,7 @@ def curve(lr: float, checkpoints, batch: int, momentum: float, init: str, seed: 
         loss.backward()
         opt.step()
         if step in checkpoints:
-            out.append({"lr": lr, "steps": step, "epochs": round(step * batch / len(ty), 2),
+            out.append({"model": name, "lr": lr, "steps": step, "epochs": round(step * batch / len(ty), 2),
                         "test_accuracy": round(accuracy(model, vx, vy), 4), "seconds": round(time.time() - tick, 1)})
             print(json.dumps(out[-1]), flush=True)
     return out
@@ -62,12 +64,13 @@ def main():
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--init", default="xavier")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", choices=sorted(MODELS), default="lenet")
     p.add_argument("--json", type=Path)
     a = p.parse_args()
     checkpoints = sorted(int(s) for s in a.steps.split(","))
     rows = []
     for lr in (float(v) for v in a.lr.split(",")):
-        rows += curve(lr, set(checkpoints), a.batch, a.momentum, a.init, a.seed)
+        rows += curve(lr, set(checkpoints), a.batch, a.momentum, a.init, a.seed, a.model)
     if a.json:
         a.json.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
 
