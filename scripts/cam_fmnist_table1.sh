@@ -18,7 +18,14 @@ dir=${1:?usage: cam_fmnist_table1.sh SWEEP_DIR [core|sensitivity|all]}
 part=${2:-all}
 scale=(partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000 checkpoint_every=10)
 
-job() {   # job PARTITION K SEED ALGORITHM [override ...]
+failed=0
+job() {   # job PARTITION K SEED ALGORITHM [override ...]; a failed job is counted and the sweep goes on
+  local partition=$1 k=$2 seed=$3 algorithm=$4
+  shift 4
+  run_job "$partition" "$k" "$seed" "$algorithm" "$@" || { failed=$((failed + 1)); echo "cam_fmnist_table1.sh: job failed: $*"; }
+}
+
+run_job() {
   local partition=$1 k=$2 seed=$3 algorithm=$4
   shift 4
   # algorithm= as well as its sweep parameter: the job's own overrides (algorithm.*) are checked against it
@@ -50,3 +57,7 @@ for cell in "cluster_dirichlet 5" "cluster_nclass 5" "cluster_dirichlet 10" "clu
   [[ $part == core ]] || sensitivity $cell
   if [[ $part != sensitivity ]]; then core $cell 1; core $cell 2; fi
 done
+if [[ $failed -gt 0 ]]; then
+  echo "cam_fmnist_table1.sh: $failed job(s) failed (see above); run the script again to retry them" >&2
+  exit 1
+fi
