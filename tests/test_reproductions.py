@@ -1,0 +1,53 @@
+"""docs/reproductions.md is generated from docs/reproductions.yaml and the committed results it
+quotes: it regenerates byte-identical, and an entry whose quote is no longer in its results page
+(the numbers changed) stops generation with a one-line error naming the entry."""
+import importlib.util
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("reproductions", ROOT / "scripts" / "reproductions.py")
+reproductions = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reproductions)
+
+
+def test_the_committed_page_regenerates_byte_identical():
+    assert reproductions.main(["--check"]) == 0
+
+
+def test_every_table_of_the_three_papers_has_a_status():
+    entries = reproductions.load()
+    assert {e["paper"] for e in entries} == set(reproductions.PAPERS)
+    assert all(e["status"] in reproductions.STATUSES for e in entries)
+
+
+def _registry(tmp_path, entry):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "page.md").write_text("| ifca | 91.4 ± 3.1 |\n")
+    path = tmp_path / "docs" / "reproductions.yaml"
+    path.write_text(yaml.safe_dump([entry]))
+    return path
+
+
+ENTRY = {"paper": "fedcam", "table": "Table 1", "what": "accuracy", "data": "here", "preset": "fedcluster +preset=x",
+         "results": "docs/results/page.md", "time": None, "status": "partly", "reason": "budget",
+         "evidence": ["| ifca | 91.4 ± 3.1 |"]}
+
+
+def test_a_quote_that_left_its_results_page_stops_generation(tmp_path):
+    registry = _registry(tmp_path, ENTRY)
+    assert reproductions.load(registry, tmp_path)[0]["status"] == "partly"
+    (tmp_path / "docs" / "results" / "page.md").write_text("| ifca | 90.0 ± 3.1 |\n")   # the numbers changed
+    with pytest.raises(reproductions.RegistryError, match=r"entry 1 \(fedcam Table 1\): evidence '\| ifca \| 91.4"):
+        reproductions.load(registry, tmp_path)
+
+
+@pytest.mark.parametrize("change,message", [({"status": "done"}, "status='done' is unknown; allowed"),
+                                            ({"results": "docs/results/gone.md"}, "gone.md does not exist"),
+                                            ({"results": None, "evidence": []}, "needs the results page")])
+def test_a_malformed_entry_is_a_one_line_error(tmp_path, change, message):
+    registry = _registry(tmp_path, {**ENTRY, **change})
+    with pytest.raises(reproductions.RegistryError, match=message):
+        reproductions.load(registry, tmp_path)
