@@ -1,42 +1,52 @@
 #!/usr/bin/env bash
-# Fed-CAM Table 1, Fashion-MNIST, at the paper's per-client scale (20 clients x 300 training samples,
+# Fed-CAM Tables 1 and 2, Fashion-MNIST, at the paper's per-client scale (20 clients x 300 training samples,
 # the paper's 60,000 / 200; 50 test samples each), every row under the same rules: the preset's
 # FedAvg-paper CNN, 100 rounds, IFCA and IFCA-CAM with the mean cluster update, clients scored with
 # the model they trained (IFCA's test-loss re-pick only in its labelled column), FeSEM-CAM's 3-epoch
 # start-up with the matched FeSEM control. docs/results/paper_protocol/cam_fmnist_table1.md.
 #
-#   bash scripts/cam_fmnist_table1.sh SWEEP_DIR [core|sensitivity|all]   (default: all)
-#   fedcluster-report SWEEP_DIR
+#   bash scripts/cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all]   (default: table1 all)
+#   fedcluster-report SWEEP_DIR [--baseline ifca]
 #
-# Resumable: every job is one sub-directory of SWEEP_DIR named by its overrides, so running the
-# script again skips finished jobs and resumes killed ones from their checkpoints. Order, most
-# telling first: cluster-wise Dirichlet K = 5 seed 0 (core rows, then the sensitivity rows: eq. 6 for
-# IFCA and IFCA-CAM, plain FeSEM's one-round start-up, IFCA's identical init, FeSEM-CAM's lambda),
-# its seeds 1-2, then the other (partition, K) cells the same way.
+# Table 1: cluster-wise Dirichlet (0.1, 10) and n-class (3, 2); Table 2: client-wise Dirichlet (0.1) and
+# n-class (2); K = 5 and 10 each. Resumable: every job is one sub-directory of SWEEP_DIR named by its
+# overrides, so running the script again skips finished jobs and resumes killed ones from their
+# checkpoints; a failed job is reported and the others go on. Order, most telling first: Dirichlet
+# K = 5 seed 0 (core rows, then the sensitivity rows: eq. 6 for IFCA and IFCA-CAM, plain FeSEM's
+# one-round start-up, IFCA's identical init, FeSEM-CAM's lambda), its seeds 1-2, then the other
+# (partition, K) cells the same way.
 set -euo pipefail
-dir=${1:?usage: cam_fmnist_table1.sh SWEEP_DIR [core|sensitivity|all]}
-part=${2:-all}
+dir=${1:?usage: cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all]}
+table=${2:-table1}
+part=${3:-all}
+case $table in
+  table1) cells=("cluster_dirichlet 5" "cluster_nclass 5" "cluster_dirichlet 10" "cluster_nclass 10") ;;
+  table2) cells=("dirichlet 5" "nclass 5" "dirichlet 10" "nclass 10") ;;
+  *) echo "cam_fmnist_tables.sh: table=$table is unknown; allowed: table1, table2" >&2; exit 2 ;;
+esac
+case $part in core|sensitivity|all) ;; *) echo "cam_fmnist_tables.sh: part=$part is unknown; allowed: core, sensitivity, all" >&2; exit 2 ;; esac
 scale=(partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000 checkpoint_every=10)
 
 failed=0
 job() {   # job PARTITION K SEED ALGORITHM [override ...]; a failed job is counted and the sweep goes on
   local partition=$1 k=$2 seed=$3 algorithm=$4
   shift 4
-  run_job "$partition" "$k" "$seed" "$algorithm" "$@" || { failed=$((failed + 1)); echo "cam_fmnist_table1.sh: job failed: $*"; }
+  run_job "$partition" "$k" "$seed" "$algorithm" "$@" || { failed=$((failed + 1)); echo "cam_fmnist_tables.sh: job failed: $*"; }
 }
 
 run_job() {
   local partition=$1 k=$2 seed=$3 algorithm=$4
   shift 4
   # algorithm= as well as its sweep parameter: the job's own overrides (algorithm.*) are checked against it
-  fedcluster +preset=cam/table1 algorithm="$algorithm" hydra.sweeper.params.dataset=fashion_mnist \
+  fedcluster +preset=cam/$table algorithm="$algorithm" hydra.sweeper.params.dataset=fashion_mnist \
     hydra.sweeper.params.partition="$partition" hydra.sweeper.params.num_clusters="$k" \
     hydra.sweeper.params.algorithm="$algorithm" hydra.sweeper.params.seed="$seed" \
     "${scale[@]}" "$@" hydra.sweep.dir="$dir"
 }
 
 core() {   # the five methods and the matched FeSEM control of one (partition, K, seed)
-  job "$1" "$2" "$3" fedavg
+  # FedAvg ignores K; under Table 2's client-wise partitions its data do not depend on K either: run it once
+  [[ $table == table2 && $2 != 5 ]] || job "$1" "$2" "$3" fedavg
   job "$1" "$2" "$3" ifca algorithm.report_label_pick=true
   job "$1" "$2" "$3" ifca_cam algorithm.base.report_label_pick=true
   job "$1" "$2" "$3" fesem algorithm.distance_on=fc algorithm.startup_epochs=3
@@ -52,12 +62,12 @@ sensitivity() {   # seed 0 of one (partition, K)
   job "$1" "$2" 0 fesem_cam algorithm.base.lam=0.1
 }
 
-for cell in "cluster_dirichlet 5" "cluster_nclass 5" "cluster_dirichlet 10" "cluster_nclass 10"; do
+for cell in "${cells[@]}"; do
   [[ $part == sensitivity ]] || core $cell 0
   [[ $part == core ]] || sensitivity $cell
   if [[ $part != sensitivity ]]; then core $cell 1; core $cell 2; fi
 done
 if [[ $failed -gt 0 ]]; then
-  echo "cam_fmnist_table1.sh: $failed job(s) failed (see above); run the script again to retry them" >&2
+  echo "cam_fmnist_tables.sh: $failed job(s) failed (see above); run the script again to retry them" >&2
   exit 1
 fi
