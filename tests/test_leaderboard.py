@@ -1,0 +1,101 @@
+"""The leaderboard: scripts/leaderboard.sh's jobs compose (and the small-protocol ones build their
+model on their data), and scripts/leaderboard.py lays constructed runs with known values out with
+their intervals, the significantly-best mark and the missing cells, and draws its figure."""
+import math
+import os
+import stat
+import subprocess
+import importlib.util
+
+import pytest
+
+from conftest import ROOT, make_cfg
+from fedcluster.assemble import build
+from test_report import make_run
+
+spec = importlib.util.spec_from_file_location("leaderboard", ROOT / "scripts" / "leaderboard.py")
+leaderboard = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(leaderboard)
+T2 = 4.302652729911275
+
+
+def _jobs(tmp_path, part):
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "bin" / "fedcluster"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" >> "{calls}"\necho "---" >> "{calls}"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh"), str(tmp_path / "sweep"), part], env=env,
+                   check=True, capture_output=True, text=True)
+    return [b.strip().splitlines() for b in calls.read_text().split("---") if b.strip()]
+
+
+def _overrides(args):
+    out = []
+    for a in args:
+        key, _, value = a.partition("=")
+        if key.startswith("hydra.sweeper.params."):
+            out.append(f"{key[len('hydra.sweeper.params.'):]}={value}")
+        elif not key.startswith("hydra."):
+            out.append(a)
+    return out
+
+
+def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
+    jobs = _jobs(tmp_path, "all")
+    assert len(jobs) == 19 * 3 * (6 + 2 + 4)     # 19 methods x 3 seeds x (6 CLoVE + 2 Fed-CAM + 4 small settings)
+    shapes = {}
+    for args in jobs:
+        o = _overrides(args)
+        shapes.setdefault(tuple(x for x in o if not x.startswith("seed=")), args)
+    # every method in one setting and every setting with one method (all 228 shapes take minutes)
+    first = {}
+    for shape, args in shapes.items():
+        method = next(x for x in shape if x.startswith("algorithm="))
+        setting = tuple(x for x in shape if not x.startswith("algorithm"))
+        first.setdefault(("method", method), args)
+        first.setdefault(("setting", setting), args)
+    for args in {id(a): a for a in first.values()}.values():
+        make_cfg([a for a in args if not a.startswith("hydra.")])   # what the CLI composes at launch
+        make_cfg(_overrides(args))                                  # the job
+    for dataset in ("digits", "mnist_subset"):     # data bundled with pip packages: build the model on it
+        args = next(a for s, a in shapes.items() if f"dataset={dataset}" in s and "algorithm=fedavg" in s)
+        build(make_cfg(_overrides(args)))
+
+
+def _run(root, name, algorithm, seed, acc, ari=None):
+    make_run(root / f"{name}_s{seed}", seed, {"algorithm": {"_target_": "x", "name": algorithm}},
+             {"local": {"local_test_accuracy": acc}, "ari": ari, "dataset": "fashion_mnist", "partition": "label_skew1",
+              "algorithm": algorithm})
+
+
+def test_the_page_shows_intervals_the_significant_best_and_missing_cells(tmp_path):
+    for seed, (a, b) in enumerate([(0.80, 0.70), (0.82, 0.71), (0.81, 0.69)]):
+        _run(tmp_path, "clove", "clove", seed, a, ari=1.0)
+        _run(tmp_path, "fedavg", "fedavg", seed, b)
+    _run(tmp_path, "ifca", "ifca", 0, 0.75, ari=0.5)
+    out, fig = tmp_path / "lb.md", tmp_path / "fig" / "lb.png"
+    assert leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(fig)]) == 0
+    text = out.read_text()
+    half = T2 * 0.01 / math.sqrt(3) * 100       # the sample sd of 0.80, 0.82, 0.81 (and 0.70, 0.71, 0.69) is 0.01
+    assert f"| clove | 81.0 ± {half:.1f} |" in text and f"| fedavg | 70.0 ± {half:.1f} |" in text
+    assert "| ifca | 75.0 (n=1) |" in text
+    assert "fashion_mnist/label_skew1 K=2 ifca: 1 of 3 seeds" in text
+    assert fig.stat().st_size > 0
+    # one seed of ifca: no interval against it, so no method is significantly best; with 3 seeds, clove is
+    _run(tmp_path, "ifca", "ifca", 1, 0.74, ari=0.5)
+    _run(tmp_path, "ifca", "ifca", 2, 0.76, ari=0.6)
+    leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(fig)])
+    text = out.read_text()
+    assert f"| clove | 81.0 ± {half:.1f} ▲ |" in text and "None: every cell has 3 seeds." in text
+    assert "| clove | 1.00 ± 0.00 ▲ |" in text     # ARI: 1.0 every seed against ifca's 0.5-0.6
+
+
+def test_no_best_mark_where_the_difference_is_not_significant(tmp_path):
+    for seed, (a, b) in enumerate([(0.80, 0.70), (0.60, 0.75), (0.90, 0.72)]):
+        _run(tmp_path, "clove", "clove", seed, a)
+        _run(tmp_path, "fedavg", "fedavg", seed, b)
+    out = tmp_path / "lb.md"
+    leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")])
+    assert "▲" not in out.read_text().split("## Missing")[0].split("'▲'")[1]
