@@ -21,7 +21,7 @@ from scipy import stats  # noqa: E402
 
 from fedcluster.io import write_text  # noqa: E402
 from fedcluster.results.compare import difference  # noqa: E402
-from fedcluster.results.runs import discover, show  # noqa: E402
+from fedcluster.results.runs import discover  # noqa: E402
 
 SEEDS = 3
 METRICS = {"acc": ("local test accuracy, mean over clients (%)", lambda s: (s.get("local") or {}).get("local_test_accuracy"), 100.0),

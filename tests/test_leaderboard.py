@@ -7,7 +7,6 @@ import stat
 import subprocess
 import importlib.util
 
-import pytest
 
 from conftest import ROOT, make_cfg
 from fedcluster.assemble import build
