@@ -36,7 +36,7 @@ def test_paired_and_welch_intervals_by_hand():
     assert difference(x, b).test == "paired"
     assert difference({3: 1.5, 4: 2.5, 5: 3.5}, b).test == "Welch"    # other seeds: other data draws
     one = difference({0: 2.0}, {0: 1.0})
-    assert one.diff == 1.0 and not one.has_interval and not one.excludes_zero
+    assert one.diff == 1.0 and one.test == "paired" and not one.has_interval and not one.excludes_zero
 
 
 def test_report_pairs_by_seed_and_marks_what_excludes_zero(tmp_path, capsys):

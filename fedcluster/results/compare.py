@@ -96,10 +96,10 @@ def welch_difference(x, b) -> Difference:
 
 
 def difference(x: Dict[object, float], b: Dict[object, float]) -> Optional[Difference]:
-    """Paired where both sides have exactly the same seeds (two or more), Welch otherwise;
-    None where a side has no value."""
+    """Paired where both sides have exactly the same seeds, Welch otherwise; None where a side
+    has no value. (A single shared seed: paired, with no interval.)"""
     if not x or not b:
         return None
-    if set(x) == set(b) and len(x) >= 2:
+    if set(x) == set(b):   # the same seeds (one included: paired, with no interval)
         return paired_difference(x, b)
     return welch_difference(x.values(), b.values())

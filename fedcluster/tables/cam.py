@@ -209,7 +209,10 @@ def table_cam(cells, ctx) -> Table:
         notes.append(f"FedAvg/FedProx runs that also differ in {', '.join(apart)} (the data itself depends on "
                      "num_clusters) are kept as separate K = 1 rows, labelled with it.")
     extra = [("Clustering (final round)", pd.DataFrame(diag))] if diag else []
-    return Table(pd.DataFrame(rows).fillna(""), notes, extra)
+    frame = pd.DataFrame(rows)
+    if "cluster update" in frame.columns:   # beside the method it qualifies, not after the data columns
+        frame.insert(2, "cluster update", frame.pop("cluster update"))
+    return Table(frame.fillna(""), notes, extra)
 
 _CAM_KEYS = ("dataset.name", "partition.name", "algorithm.name", "num_clusters", "partition.num_clusters",
              "algorithm.num_clusters", "algorithm.base.num_clusters")
