@@ -1,15 +1,13 @@
 """The leaderboard: scripts/leaderboard.sh's jobs compose (and the small-protocol ones build their
 model on their data), and scripts/leaderboard.py lays constructed runs with known values out with
 their intervals, the significantly-best mark and the missing cells, and draws its figure."""
-import math
-import os
-import stat
-import subprocess
 import importlib.util
+import math
 
 
 from conftest import ROOT, make_cfg
 from fedcluster.assemble import build
+from sweepjobs import job_overrides, recorded_jobs
 from test_report import make_run
 
 spec = importlib.util.spec_from_file_location("leaderboard", ROOT / "scripts" / "leaderboard.py")
@@ -18,35 +16,12 @@ spec.loader.exec_module(leaderboard)
 T2 = 4.302652729911275
 
 
-def _jobs(tmp_path, part):
-    calls = tmp_path / "calls.txt"
-    fake = tmp_path / "bin" / "fedcluster"
-    fake.parent.mkdir(exist_ok=True)
-    fake.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" >> "{calls}"\necho "---" >> "{calls}"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
-    subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh"), str(tmp_path / "sweep"), part], env=env,
-                   check=True, capture_output=True, text=True)
-    return [b.strip().splitlines() for b in calls.read_text().split("---") if b.strip()]
-
-
-def _overrides(args):
-    out = []
-    for a in args:
-        key, _, value = a.partition("=")
-        if key.startswith("hydra.sweeper.params."):
-            out.append(f"{key[len('hydra.sweeper.params.'):]}={value}")
-        elif not key.startswith("hydra."):
-            out.append(a)
-    return out
-
-
 def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
-    jobs = _jobs(tmp_path, "all")
+    jobs = recorded_jobs(ROOT / "scripts" / "leaderboard.sh", [str(tmp_path / "sweep"), "all"], tmp_path)
     assert len(jobs) == 19 * 3 * (6 + 2 + 4)     # 19 methods x 3 seeds x (6 CLoVE + 2 Fed-CAM + 4 small settings)
     shapes = {}
     for args in jobs:
-        o = _overrides(args)
+        o = job_overrides(args)
         shapes.setdefault(tuple(x for x in o if not x.startswith("seed=")), args)
     # every method in one setting and every setting with one method (all 228 shapes take minutes)
     first = {}
@@ -57,10 +32,10 @@ def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
         first.setdefault(("setting", setting), args)
     for args in {id(a): a for a in first.values()}.values():
         make_cfg([a for a in args if not a.startswith("hydra.")])   # what the CLI composes at launch
-        make_cfg(_overrides(args))                                  # the job
+        make_cfg(job_overrides(args))                                  # the job
     for dataset in ("digits", "mnist_subset"):     # data bundled with pip packages: build the model on it
         args = next(a for s, a in shapes.items() if f"dataset={dataset}" in s and "algorithm=fedavg" in s)
-        build(make_cfg(_overrides(args)))
+        build(make_cfg(job_overrides(args)))
 
 
 def _run(root, name, algorithm, seed, acc, ari=None):
