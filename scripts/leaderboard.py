@@ -17,10 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scipy import stats  # noqa: E402
-
 from fedcluster.io import write_text  # noqa: E402
-from fedcluster.results.compare import difference  # noqa: E402
+from fedcluster.results.compare import mean_interval, significantly_best  # noqa: E402
 from fedcluster.results.runs import discover  # noqa: E402
 
 SEEDS = 3
@@ -45,28 +43,15 @@ def collect(root: Path):
 
 
 def interval(values, scale):
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean * scale, float("nan")
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return mean * scale, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n) * scale
+    """(mean, 95 % half-width), both times `scale`."""
+    mean, half = mean_interval(values)
+    return mean * scale, half * scale
 
 
 def best_of(column: dict, value):
     """The method significantly best in a column (higher is better), or None."""
-    per = {m: {s: value(x) for s, x in seeds.items() if value(x) is not None} for m, seeds in column.items()}
-    per = {m: v for m, v in per.items() if v}
-    if len(per) < 2:
-        return None
-    top = max(per, key=lambda m: sum(per[m].values()) / len(per[m]))
-    for m, v in per.items():
-        if m == top:
-            continue
-        d = difference(per[top], v)
-        if d is None or not d.excludes_zero or d.diff <= 0:
-            return None
-    return top
+    return significantly_best({m: {s: value(x) for s, x in seeds.items() if value(x) is not None}
+                               for m, seeds in column.items()})
 
 
 def render(table: dict, root: Path, figure: str = None) -> str:

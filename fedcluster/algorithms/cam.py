@@ -86,23 +86,20 @@ class CAM(Algorithm):
         self.global_model = sample_weighted_mean(global_part, global_plan.clients, fed)   # eq. (9)
 
     def local_outputs(self, fed, split):
-        phase = self.phase(self.round)
-        if phase == "fedavg":
-            return self.global_logits(fed, split)
-        if phase == "base":
-            return self.base.local_outputs(fed, split)
-        return self.global_logits(fed, split) + self.base.local_outputs(fed, split)
+        return self.local_predictors(fed, split)["local"]
 
-    def label_picks(self, fed, split, partner=None):
-        """The base method's labelled picks (IFCA's label_pick), made by the loss of h + f and
-        scored as h + f; during a warm-up, the base's own (FeSEM-CAM) or none (FedAvg)."""
+    def local_predictors(self, fed, split):
+        """eq. (1) as "local", and the base method's labelled picks (IFCA's label_pick, made by the
+        loss of h + f and scored as h + f) as "local:<name>", with h(x; Theta_g) computed once.
+        During a warm-up: the model being warmed up, with the base's own picks (FeSEM-CAM)."""
         phase = self.phase(self.round)
         if phase == "fedavg":
-            return {}
+            return {"local": self.global_logits(fed, split)}
         if phase == "base":
-            return self.base.label_picks(fed, split)
+            return self.base.local_predictors(fed, split)
         h = self.global_logits(fed, split)
-        return {name: h + out for name, out in self.base.label_picks(fed, split, h).items()}
+        return {"local": h + self.base.local_outputs(fed, split)} | {
+            f"local:{name}": h + out for name, out in self.base.label_picks(fed, split, h).items()}
 
     def local_models(self, fed):
         return self.base.local_models(fed)

@@ -18,7 +18,19 @@ def _flat_size(features: nn.Module, in_shape) -> int:
     return size
 
 
-class LeNetCNN(nn.Module):
+class FeaturesClassifier(nn.Module):
+    """A CNN as `features` (convolutions, flattened) then `classifier` (fully connected layers, the
+    last one the output layer): the shape every CNN here has, and its one forward pass."""
+
+    def forward(self, x, with_features: bool = False):
+        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
+        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
+        feats = self.classifier[:-1](self.features(x))
+        out = self.classifier[-1](feats)
+        return (out, feats) if with_features else out
+
+
+class LeNetCNN(FeaturesClassifier):
     """Small CNN: conv 6@5x5 -> pool -> conv 16@5x5 -> pool -> FC 120 -> FC 84 -> classes.
 
     LeNet-style; the benchmark's workload (b) and CLoVE's 'GenConvNet' shape."""
@@ -34,15 +46,8 @@ class LeNetCNN(nn.Module):
             nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
         initialize(self, init)
 
-    def forward(self, x, with_features: bool = False):
-        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
-        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
-        feats = self.classifier[:-1](self.features(x))
-        out = self.classifier[-1](feats)
-        return (out, feats) if with_features else out
 
-
-class LettersCNN(nn.Module):
+class LettersCNN(FeaturesClassifier):
     """FedSoft's letters CNN (App. C): two 5x5 convs (padding 2), each followed by 2x2
     max-pooling, then FC 512 + ReLU, then the class layer.
 
@@ -64,15 +69,8 @@ class LettersCNN(nn.Module):
             nn.Linear(hidden, num_outputs))
         initialize(self, init)
 
-    def forward(self, x, with_features: bool = False):
-        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
-        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
-        feats = self.classifier[:-1](self.features(x))
-        out = self.classifier[-1](feats)
-        return (out, feats) if with_features else out
 
-
-class FedAvgCNN(nn.Module):
+class FedAvgCNN(FeaturesClassifier):
     """The CNN of the FedAvg paper (McMahan et al., AISTATS 2017, §3 'Experiments'), which
     Fed-CAM §5 uses ("CNN [32]"): two 5x5 convolutions of 32 and 64 channels, each followed by
     a ReLU and 2x2 max pooling, a fully connected layer of 512 units with ReLU, then the class
@@ -96,14 +94,8 @@ class FedAvgCNN(nn.Module):
             nn.Linear(512, num_outputs))
         initialize(self, init)
 
-    def forward(self, x, with_features: bool = False):
-        """Logits; with_features: (logits, the 512-unit representation the last layer reads)."""
-        feats = self.classifier[:-1](self.features(x))
-        out = self.classifier[-1](feats)
-        return (out, feats) if with_features else out
 
-
-class CifarCNN(nn.Module):
+class CifarCNN(FeaturesClassifier):
     """FedSoft's CIFAR-10 CNN (App. C): six 3x3 convs of 32, 64, 128, 128, 256, 256
     channels with ReLU, a 2x2 max-pool after every second conv, then FC 1024 -> 512 -> classes."""
 
@@ -125,15 +117,8 @@ class CifarCNN(nn.Module):
             nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, num_outputs))
         initialize(self, init)
 
-    def forward(self, x, with_features: bool = False):
-        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
-        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
-        feats = self.classifier[:-1](self.features(x))
-        out = self.classifier[-1](feats)
-        return (out, feats) if with_features else out
 
-
-class BatchNormCNN(nn.Module):
+class BatchNormCNN(FeaturesClassifier):
     """CLoVE's CIFAR-10 classifier (App. B: 'deep CNN ... batch normalization ... dropout in
     fully connected layers'; no sizes given, ours): three blocks of 3x3 conv (32, 64, 128
     channels) + batch norm + ReLU + 2x2 max-pool, then FC 256 + ReLU + dropout(0.5) + classes.
@@ -158,10 +143,3 @@ class BatchNormCNN(nn.Module):
             nn.Linear(_flat_size(self.features, in_shape), hidden), nn.ReLU(), nn.Dropout(dropout),
             nn.Linear(hidden, num_outputs))
         initialize(self, init)
-
-    def forward(self, x, with_features: bool = False):
-        """Logits; with_features: (logits, the representation the last layer reads: FedProto's
-        and FedPAC's feature extractor output, PFLlib's split of the model before its last layer)."""
-        feats = self.classifier[:-1](self.features(x))
-        out = self.classifier[-1](feats)
-        return (out, feats) if with_features else out

@@ -8,7 +8,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from ..results.compare import Difference, difference
+from ..results.compare import Difference, difference, significantly_best
 from ..results.runs import ABSENT, Cell, ReportError, show
 
 # (column, value from a run's summary, higher is better, shown scale)
@@ -78,19 +78,8 @@ def _baseline_cell(cells: Sequence[Cell], baseline: str) -> Optional[Cell]:
 
 
 def _significantly_best(cells: Sequence[Cell], value, higher: bool) -> Optional[Cell]:
-    values = [(c, _by_seed(c, value)) for c in cells]
-    values = [(c, v) for c, v in values if v]
-    if len(values) < 2:
-        return None
-    sign = 1 if higher else -1
-    top, top_v = max(values, key=lambda cv: sign * sum(cv[1].values()) / len(cv[1]))
-    for c, v in values:
-        if c is top:
-            continue
-        d = difference(top_v, v)
-        if d is None or not d.excludes_zero or sign * d.diff <= 0:
-            return None
-    return top
+    index = significantly_best({i: _by_seed(c, value) for i, c in enumerate(cells)}, higher)
+    return None if index is None else cells[index]
 
 
 def baseline_frame(cells: Sequence[Cell], baseline: str) -> Tuple[pd.DataFrame, List[str]]:

@@ -103,3 +103,30 @@ def difference(x: Dict[object, float], b: Dict[object, float]) -> Optional[Diffe
     if set(x) == set(b):   # the same seeds (one included: paired, with no interval)
         return paired_difference(x, b)
     return welch_difference(x.values(), b.values())
+
+
+def mean_interval(values) -> tuple:
+    """(mean, half-width of its 95 % t-interval) of a sample; NaN half-width for one value."""
+    x = np.asarray(list(values), dtype=float)
+    if len(x) < 2:
+        return float(x.mean()), float("nan")
+    return float(x.mean()), _t(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+
+
+def significantly_best(samples: Dict[object, Dict[object, float]], higher: bool = True):
+    """The key of `samples` ({key: {seed: value}}) whose mean is best and whose difference to
+    every other key's (`difference`: paired or Welch) has a 95 % interval excluding 0 on the
+    better side; None where no key is (or fewer than two have values)."""
+    samples = {k: v for k, v in samples.items() if v}
+    if len(samples) < 2:
+        return None
+    sign = 1 if higher else -1
+    top = max(samples, key=lambda k: sign * sum(samples[k].values()) / len(samples[k]))
+    for k, v in samples.items():
+        if k == top:
+            continue
+        d = difference(samples[top], v)
+        if d is None or not d.excludes_zero or sign * d.diff <= 0:
+            return None
+    return top
+

@@ -155,7 +155,7 @@ def table_cam(cells, ctx) -> Table:
     for label, method in row_keys:
         row = {"K": label, "method": method}
         all_runs = [r for d, p in order for r in settings[(d, p)].get((label, method), [])]
-        update = unique(str(_cluster_update(r.summary)) for r in all_runs if _cluster_update(r.summary))
+        update = unique(str(u) for u in (_cluster_update(r.summary) for r in all_runs) if u)
         if update:
             row["cluster update"] = "/".join(update)
         for d, p in order:
