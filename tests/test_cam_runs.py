@@ -48,7 +48,8 @@ def test_all_eight_methods_and_the_report_on_fake_fmnist(tmp_path):
     for i, algorithm in enumerate(methods):
         pick = {"ifca": ["algorithm.report_label_pick=true"], "ifca_cam": ["algorithm.base.report_label_pick=true"]}
         cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=5",
-                        f"algorithm={algorithm}"] + TINY + pick.get(algorithm, []))
+                        f"algorithm={algorithm}"] + TINY + pick.get(algorithm, [])
+                       + ["model=lenet"])   # the report is the point here; the presets' CNN runs in test_every_option
         run(cfg, sweep / f"{i}_{algorithm}")
     text = build_report(sweep)
     assert "Fed-CAM Table 1" in text and "fashion_mnist/cluster_nclass acc paper" in text
@@ -87,7 +88,7 @@ def test_cam_resumes_from_checkpoint(tmp_path, monkeypatch):
     root = tmp_path / "data"
     write_mnist_like(root / "FashionMNIST" / "raw", n_train=300, n_test=80)
     overrides = ["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=2",
-                 "algorithm=ifca_cam"] + TINY + ["rounds=5", "checkpoint_every=2"]
+                 "algorithm=ifca_cam"] + TINY + ["rounds=5", "checkpoint_every=2", "model=lenet"]
     reference = run(make_cfg(overrides), tmp_path / "uninterrupted")
 
     original = CAM.aggregate
