@@ -4,12 +4,15 @@ One row per method, one column per setting (data set / partition / K): the local
 (mean over clients, %) as mean ± the half-width of its 95 % t-interval over seeds, and the ARI of
 the final clustering for the methods that cluster. '▲' marks the method that is significantly the
 best of its column: its interval against every other method there (paired by seed where both ran
-the same seeds, Welch otherwise; fedcluster/results/compare.py) excludes 0. A cell with fewer than
-3 seeds is listed as missing.
+the same seeds, Welch otherwise; fedcluster/results/compare.py) excludes 0. Every cell of the grid
+leaderboard.sh plans (SWEEP_DIR/leaderboard_plan.tsv, written by every call of it) with fewer than 3
+finished seeds is listed as missing, settings not started included; the time section sums the
+finished runs' wall times and estimates the rest from them.
 
   python scripts/leaderboard.py SWEEP_DIR [--out docs/leaderboard.md] [--figure docs/figures/leaderboard.png]
 """
 import argparse
+import csv
 import math
 import sys
 from pathlib import Path
@@ -22,6 +25,7 @@ from fedcluster.results.compare import mean_interval, significantly_best  # noqa
 from fedcluster.results.runs import discover  # noqa: E402
 
 SEEDS = 3
+PLAN = "leaderboard_plan.tsv"
 METRICS = {"acc": ("local test accuracy, mean over clients (%)", lambda s: (s.get("local") or {}).get("local_test_accuracy"), 100.0),
            "ari": ("ARI of the final clustering vs the true clusters", lambda s: s.get("ari"), 1.0)}
 
@@ -42,6 +46,67 @@ def collect(root: Path):
     return table, found
 
 
+def read_plan(root: Path) -> dict:
+    """{(dataset, partition): {method: planned seeds}} from leaderboard.sh's plan; {} without one."""
+    path = root / PLAN
+    if not path.exists():
+        return {}
+    plan = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            plan.setdefault((row["dataset"], row["partition"]), {}).setdefault(row["method"], set()).add(int(row["seed"]))
+    return plan
+
+
+def missing_cells(table: dict, plan: dict) -> list:
+    """'setting: n of 3 seeds: methods' for every planned (or started) cell short of its seeds, one
+    line per setting and seed count."""
+    by_pair = {}
+    for setting, col in table.items():
+        for seeds in col.values():
+            for x in seeds.values():
+                by_pair[(x.get("dataset"), x.get("partition"))] = setting
+    cells = {(by_pair.get(pair, "/".join(pair)), m) for pair, methods in plan.items() for m in methods}
+    cells |= {(s, m) for s, col in table.items() for m in col}
+    short = {}
+    for s, m in sorted(cells):
+        n = len(table.get(s, {}).get(m, {}))
+        if n < SEEDS:
+            short.setdefault((s, n), []).append(m)
+    return [f"{s}: {n} of {SEEDS} seeds: {', '.join(ms)}" for (s, n), ms in sorted(short.items())]
+
+
+def time_section(table: dict, plan: dict) -> list:
+    """The finished runs' wall time, and the rest estimated from the mean run time of their setting."""
+    walls = {s: [x.get("wall_time_s") for seeds in col.values() for x in seeds.values() if x.get("wall_time_s")]
+             for s, col in table.items()}
+    done = sum(len(w) for w in walls.values())
+    if not done:
+        return []
+    total = sum(sum(w) for w in walls.values())
+    out = ["## Time on this machine", "", "| setting | finished runs | minutes per run (mean) | run-hours |",
+           "|---|---|---|---|"]
+    for s in sorted(walls):
+        if walls[s]:
+            out.append(f"| {s} | {len(walls[s])} | {sum(walls[s]) / len(walls[s]) / 60:.1f} | {sum(walls[s]) / 3600:.2f} |")
+    out += ["", f"{done} finished runs took {total / 3600:.1f} run-hours (each run's `wall_time_s`; runs shared "
+            "the machine's cores with other jobs, so these are not quiet-machine times)."]
+    planned = sum(len(seeds) for methods in plan.values() for seeds in methods.values())
+    if planned > done:
+        overall = total / done
+        by_pair = {(x.get("dataset"), x.get("partition")): s for s, col in table.items()
+                   for seeds in col.values() for x in seeds.values()}
+        rest = 0.0
+        for pair, methods in plan.items():
+            s = by_pair.get(pair)
+            mean = sum(walls[s]) / len(walls[s]) if s and walls.get(s) else overall
+            finished = sum(len(table.get(s, {}).get(m, {})) for m in methods) if s else 0
+            rest += mean * max(sum(len(v) for v in methods.values()) - finished, 0)
+        out.append(f"The {planned - done} planned runs not finished would take about {rest / 3600:.0f} run-hours more "
+                   "(an estimate: each setting's mean run time so far, the overall mean where a setting has none).")
+    return out + [""]
+
+
 def interval(values, scale):
     """(mean, 95 % half-width), both times `scale`."""
     mean, half = mean_interval(values)
@@ -54,7 +119,7 @@ def best_of(column: dict, value):
                                for m, seeds in column.items()})
 
 
-def render(table: dict, root: Path, figure: str = None) -> str:
+def render(table: dict, root: Path, figure: str = None, plan: dict = None) -> str:
     settings = sorted(table)
     methods = sorted({m for col in table.values() for m in col})
     out = ["# Clustered-FL leaderboard", "",
@@ -63,7 +128,6 @@ def render(table: dict, root: Path, figure: str = None) -> str:
            "half-width of the 95 % t-interval over seeds (n seeds where fewer than 3). '▲': significantly the best "
            "of its column (its 95 % interval against every other method there excludes 0; paired by seed, "
            "Welch where the seeds differ). Blank: not run.", ""]
-    missing = []
     for key, (title, value, scale) in METRICS.items():
         cols = [s for s in settings if any(value(x) is not None for seeds in table[s].values() for x in seeds.values())]
         if not cols:
@@ -90,13 +154,10 @@ def render(table: dict, root: Path, figure: str = None) -> str:
             if any_value:
                 out.append(f"| {m} | " + " | ".join(cells) + " |")
         out.append("")
-    for s in settings:
-        for m in methods:
-            n = len(table[s].get(m, {}))
-            if n < SEEDS:
-                missing.append(f"{s} {m}: {n} of {SEEDS} seeds")
+    missing = missing_cells(table, plan or {})
     if figure:
         out += [f"![accuracy by setting]({figure})", ""]
+    out += time_section(table, plan or {})
     out += ["## Missing cells", ""] + ([f"- {x}" for x in missing] if missing else ["None: every cell has 3 seeds."]) + [""]
     return "\n".join(out)
 
@@ -149,7 +210,7 @@ def main(argv=None) -> int:
         link = a.figure.relative_to(a.out.parent)
     except ValueError:
         link = a.figure
-    write_text(a.out, render(table, a.sweep, str(link)))
+    write_text(a.out, render(table, a.sweep, str(link), read_plan(a.sweep)))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
     print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}")
     return 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The clustered-FL leaderboard (docs/leaderboard.md): every method of the three papers under one protocol.
 #
-#   bash scripts/leaderboard.sh SWEEP_DIR [fmnist|cam|small|all]      (default: all)
+#   bash scripts/leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan]  (default: all)
 #   python scripts/leaderboard.py SWEEP_DIR                            # writes docs/leaderboard.md + figure
 #
 # fmnist: CLoVE's Fashion-MNIST protocol (+preset=clove/images: Adam 1e-3, batch 100, 1 local epoch,
@@ -12,18 +12,23 @@
 # small:  MNIST-5k (mnist_subset, LeNet) and scikit-learn digits (8x8 images: the MLP), label skew 1 and
 #         concept shift, 30 rounds, 150 / 50 training samples per client.
 # Resumable (one directory per job, named by its overrides); a failed job is reported and the rest go on.
+# Every call first writes SWEEP_DIR/leaderboard_plan.tsv, the whole grid (dataset, partition, method, seed)
+# whatever part it runs, so leaderboard.py lists every cell not yet run; `plan` writes only that.
 # FedSoft's selection_size is 12 (its default 60 is for 100 clients); every other method runs its defaults.
 set -euo pipefail
 dir=${1:?usage: leaderboard.sh SWEEP_DIR [fmnist|cam|small|all]}
 part=${2:-all}
-case $part in fmnist|cam|small|all) ;; *) echo "leaderboard.sh: part=$part is unknown; allowed: fmnist, cam, small, all" >&2; exit 2 ;; esac
+case $part in fmnist|cam|small|all|plan) ;; *) echo "leaderboard.sh: part=$part is unknown; allowed: fmnist, cam, small, all, plan" >&2; exit 2 ;; esac
 METHODS=(fedavg fedprox local perfedavg fedproto fedala fedpac ifca cfl fesem flexcfl pacfl clove fedsoft fedem
          ifca_cam fesem_cam fedavg_plus fedprox_plus)
 failed=0
+planning=0
+plan=$dir/leaderboard_plan.tsv
 
 job() {   # job PRESET DATASET PARTITION SEED ALGORITHM [override ...]
   local preset=$1 dataset=$2 partition=$3 seed=$4 algorithm=$5
   shift 5
+  if [[ $planning == 1 ]]; then printf '%s\t%s\t%s\t%s\n' "$dataset" "$partition" "$algorithm" "$seed" >> "$plan.tmp"; return; fi
   local extra=()
   [[ $algorithm == fedsoft ]] && extra=(algorithm.selection_size=12)
   fedcluster +preset="$preset" algorithm="$algorithm" hydra.sweeper.params.dataset="$dataset" \
@@ -40,21 +45,32 @@ each() {   # each PRESET DATASET PARTITION [override ...]: every method, seeds 0
   done
 }
 
-if [[ $part == fmnist || $part == all ]]; then
-  for p in label_skew1 concept_shift label_skew2 feature_skew; do each clove/images fashion_mnist $p; done
-  for p in label_skew3 label_skew4; do each clove/label_skews_3_4 fashion_mnist $p; done
-fi
-if [[ $part == cam || $part == all ]]; then
-  for p in cluster_dirichlet cluster_nclass; do
-    each clove/images fashion_mnist $p num_clusters=5 partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000
-  done
-fi
-if [[ $part == small || $part == all ]]; then
-  for p in label_skew1 concept_shift; do
-    each clove/images mnist_subset $p rounds=30 partition.samples_per_client=150 partition.test_samples_per_client=40
-    each clove/images digits $p rounds=30 model=mlp partition.samples_per_client=50 partition.test_samples_per_client=15
-  done
-fi
+grid() {   # grid PART: every job of that part
+  local part=$1
+  if [[ $part == fmnist || $part == all ]]; then
+    for p in label_skew1 concept_shift label_skew2 feature_skew; do each clove/images fashion_mnist $p; done
+    for p in label_skew3 label_skew4; do each clove/label_skews_3_4 fashion_mnist $p; done
+  fi
+  if [[ $part == cam || $part == all ]]; then
+    for p in cluster_dirichlet cluster_nclass; do
+      each clove/images fashion_mnist $p num_clusters=5 partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000
+    done
+  fi
+  if [[ $part == small || $part == all ]]; then
+    for p in label_skew1 concept_shift; do
+      each clove/images mnist_subset $p rounds=30 partition.samples_per_client=150 partition.test_samples_per_client=40
+      each clove/images digits $p rounds=30 model=mlp partition.samples_per_client=50 partition.test_samples_per_client=15
+    done
+  fi
+}
+
+mkdir -p "$dir"
+planning=1
+printf 'dataset\tpartition\tmethod\tseed\n' > "$plan.tmp"
+grid all
+mv "$plan.tmp" "$plan"     # whole, or not at all
+planning=0
+[[ $part == plan ]] || grid "$part"
 if [[ $failed -gt 0 ]]; then
   echo "leaderboard.sh: $failed job(s) failed (see above); run the script again to retry them" >&2
   exit 1

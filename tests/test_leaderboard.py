@@ -36,6 +36,20 @@ def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
     for dataset in ("digits", "mnist_subset"):     # data bundled with pip packages: build the model on it
         args = next(a for s, a in shapes.items() if f"dataset={dataset}" in s and "algorithm=fedavg" in s)
         build(make_cfg(job_overrides(args)))
+    # the plan the script writes is exactly the jobs it launches (what leaderboard.py lists as missing)
+    plan = leaderboard.read_plan(tmp_path / "sweep")
+    launched = {}
+    for args in jobs:
+        o = dict(x.split("=", 1) for x in job_overrides(args) if "=" in x)
+        launched.setdefault((o["dataset"], o["partition"]), {}).setdefault(o["algorithm"], set()).add(int(o["seed"]))
+    assert plan == launched and sum(len(v) for m in plan.values() for v in m.values()) == len(jobs)
+
+
+def test_the_plan_part_writes_the_whole_plan_and_runs_nothing(tmp_path):
+    jobs = recorded_jobs(ROOT / "scripts" / "leaderboard.sh", [str(tmp_path / "sweep"), "plan"], tmp_path)
+    assert jobs == []
+    plan = leaderboard.read_plan(tmp_path / "sweep")
+    assert len(plan) == 12 and all(len(methods) == 19 for methods in plan.values())
 
 
 def _run(root, name, algorithm, seed, acc, ari=None):
@@ -55,7 +69,7 @@ def test_the_page_shows_intervals_the_significant_best_and_missing_cells(tmp_pat
     half = T2 * 0.01 / math.sqrt(3) * 100       # the sample sd of 0.80, 0.82, 0.81 (and 0.70, 0.71, 0.69) is 0.01
     assert f"| clove | 81.0 ± {half:.1f} |" in text and f"| fedavg | 70.0 ± {half:.1f} |" in text
     assert "| ifca | 75.0 (n=1) |" in text
-    assert "fashion_mnist/label_skew1 K=2 ifca: 1 of 3 seeds" in text
+    assert "fashion_mnist/label_skew1 K=2: 1 of 3 seeds: ifca" in text
     assert fig.stat().st_size > 0
     # one seed of ifca: no interval against it, so no method is significantly best; with 3 seeds, clove is
     _run(tmp_path, "ifca", "ifca", 1, 0.74, ari=0.5)
@@ -64,6 +78,26 @@ def test_the_page_shows_intervals_the_significant_best_and_missing_cells(tmp_pat
     text = out.read_text()
     assert f"| clove | 81.0 ± {half:.1f} ▲ |" in text and "None: every cell has 3 seeds." in text
     assert "| clove | 1.00 ± 0.00 ▲ |" in text     # ARI: 1.0 every seed against ifca's 0.5-0.6
+
+
+def test_missing_cells_include_planned_settings_not_started_and_the_time_is_summed(tmp_path):
+    for seed in range(3):
+        make_run(tmp_path / f"clove_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "clove"}},
+                 {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
+                  "algorithm": "clove", "wall_time_s": 120.0})
+    (tmp_path / leaderboard.PLAN).write_text(
+        "dataset\tpartition\tmethod\tseed\n"
+        + "".join(f"fashion_mnist\t{p}\t{m}\t{s}\n" for p in ("label_skew1", "label_skew3")
+                  for m in ("clove", "fedavg") for s in range(3)))
+    out = tmp_path / "lb.md"
+    assert leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")]) == 0
+    text = out.read_text()
+    missing = text.split("## Missing cells")[1]
+    assert "fashion_mnist/label_skew1 K=2: 0 of 3 seeds: fedavg" in missing
+    assert "fashion_mnist/label_skew3: 0 of 3 seeds: clove, fedavg" in missing
+    assert "clove" not in missing.split("label_skew3")[0]                 # its 3 seeds ran
+    assert "| fashion_mnist/label_skew1 K=2 | 3 | 2.0 | 0.10 |" in text       # 3 runs of 120 s
+    assert "The 9 planned runs not finished would take about 0 run-hours" in text   # 9 x 2 min
 
 
 def test_no_best_mark_where_the_difference_is_not_significant(tmp_path):
