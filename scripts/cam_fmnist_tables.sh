@@ -12,8 +12,8 @@
 # n-class (2); K = 5 and 10 each. Resumable: every job is one sub-directory of SWEEP_DIR named by its
 # overrides, so running the script again skips finished jobs and resumes killed ones from their
 # checkpoints; a failed job is reported and the others go on. Order, most telling first: Dirichlet
-# K = 5 seed 0 (core rows, then the sensitivity rows: eq. 6 for IFCA and IFCA-CAM, plain FeSEM's
-# one-round start-up, IFCA's identical init, FeSEM-CAM's lambda), its seeds 1-2, then the other
+# K = 5 seed 0 (core rows, then the sensitivity rows: IFCA's identical init, eq. 6 for IFCA-CAM and
+# IFCA, plain FeSEM's one-round start-up, FeSEM-CAM's lambda), its seeds 1-2, then the other
 # (partition, K) cells the same way.
 set -euo pipefail
 dir=${1:?usage: cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all]}
@@ -53,11 +53,11 @@ core() {   # the five methods and the matched FeSEM control of one (partition, K
   job "$1" "$2" "$3" fesem_cam
 }
 
-sensitivity() {   # seed 0 of one (partition, K)
-  job "$1" "$2" 0 ifca algorithm.report_label_pick=true algorithm.update=eq6
-  job "$1" "$2" 0 ifca_cam algorithm.base.report_label_pick=true algorithm.base.update=eq6
-  job "$1" "$2" 0 fesem
+sensitivity() {   # seed 0 of one (partition, K); IFCA's identical init and IFCA-CAM's eq. 6 first (the audit's points)
   job "$1" "$2" 0 ifca algorithm.report_label_pick=true algorithm.init=identical
+  job "$1" "$2" 0 ifca_cam algorithm.base.report_label_pick=true algorithm.base.update=eq6
+  job "$1" "$2" 0 ifca algorithm.report_label_pick=true algorithm.update=eq6
+  job "$1" "$2" 0 fesem
   job "$1" "$2" 0 fesem_cam algorithm.base.lam=0.001
   job "$1" "$2" 0 fesem_cam algorithm.base.lam=0.1
 }
