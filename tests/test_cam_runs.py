@@ -66,6 +66,8 @@ def test_all_eight_methods_and_the_report_on_fake_fmnist(tmp_path):
     assert set(table["paper protocol differs"]) and table["paper protocol differs"].iloc[0].startswith("rounds 100 vs ours 3")
     paper = "fashion_mnist/cluster_nclass acc paper mean"   # the CSV: plain column names, numbers as numbers
     assert table.loc[table["method"] == "ifca_cam", paper].item() == 95.38
+    assert table.loc[table["method"] == "ifca_cam", paper.replace(" mean", " std")].item() == 0.49   # the paper's std
+    assert "95.38 ± 0.49" in text and "OUTSIDE 2 std" in text     # judged against the paper's own spread
     assert "fashion_mnist/cluster_nclass micro acc − paper" in table.columns   # ours (micro, as the paper) minus it
     clusters = pd.read_csv(sweep / "report_cam_table1_clusters.csv")
     assert set(clusters["method"]) == {"ifca", "ifca_cam", "fesem", "fesem_cam"}

@@ -8,23 +8,25 @@ import pandas as pd
 from ..results.cells import DASH, Reported, Stat
 from ..results.runs import ABSENT, Cell, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
-from .paper_numbers import reported
+from .paper_numbers import number, reported
 
 
 # Fed-CAM (Ma et al., ../shared/papers/cam-fedcam.txt), Tables 1-2: test accuracy and macro-F1 (%)
-# on client-wise test sets, mean over seeds (the paper's ± std left out). Key: (K, method);
-# FedAvg/FedProx are single models (K = 1). Ensembles report no std in the paper.
+# on client-wise test sets, mean ± std over seeds as printed. Key: (K, method); FedAvg/FedProx are
+# single models (K = 1). The ensembles (FedAvg+, FedProx+) are printed without a std.
 def _cam_tables() -> dict:
-    """{(table, dataset, partition): {(K, method): (accuracy, macro-F1)}} from paper_numbers.csv
-    (Fed-CAM Tables 1 and 2; K = 1 for the single-model methods FedAvg and FedProx)."""
+    """{(table, dataset, partition): {(K, method): (accuracy, macro-F1)}}, each a Reported with the
+    paper's std where it prints one (two decimals, as printed), from paper_numbers.csv (Fed-CAM Tables 1 and 2; K = 1 for the
+    single-model methods FedAvg and FedProx)."""
     out = {}
     for table in ("cam_table1", "cam_table2"):
         rows = reported(table)
         for dataset, partition in dict.fromkeys(zip(rows["dataset"], rows["setting"])):
             block = rows[(rows["dataset"] == dataset) & (rows["setting"] == partition)]
-            f1 = {(int(r["k"]), r["method"]): float(r["mean"]) for _, r in block[block["metric"] == "macro_f1"].iterrows()}
-            out[(table, dataset, partition)] = {(int(r["k"]), r["method"]): (float(r["mean"]), f1[(int(r["k"]), r["method"])])
-                                                for _, r in block[block["metric"] == "accuracy"].iterrows()}
+            cells = {(int(r["k"]), r["method"], r["metric"]): Reported(float(r["mean"]), number(r["std"]), 2)
+                     for _, r in block.iterrows()}
+            out[(table, dataset, partition)] = {(k, m): (cells[(k, m, "accuracy")], cells[(k, m, "macro_f1")])
+                                                for k, m, metric in cells if metric == "accuracy"}
     return out
 
 
@@ -167,9 +169,9 @@ def table_cam(cells, ctx) -> Table:
             row[f"{tag} acc"] = Stat.pct(local_metric(r.summary, "local_test_accuracy") for r in rs)
             row[f"{tag} micro acc"] = Stat.pct((r.summary.get("local_micro") or {}).get("local_test_accuracy")
                                                for r in rs)
-            row[paper_label(f"{tag} acc paper", gaps)] = Reported(ref[0], None, 1) if ref else DASH
+            row[paper_label(f"{tag} acc paper", gaps)] = ref[0] if ref else DASH
             row[f"{tag} F1"] = Stat.pct(local_metric(r.summary, "local_test_macro_f1") for r in rs)
-            row[paper_label(f"{tag} F1 paper", gaps)] = Reported(ref[1], None, 1) if ref and ref[1] is not None else DASH
+            row[paper_label(f"{tag} F1 paper", gaps)] = ref[1] if ref else DASH
             picks = [_label_pick(r.summary) for r in rs]
             if any(v is not None for v in picks):
                 row[f"{tag} acc, {LABEL_PICK}"] = Stat.pct(picks)
@@ -191,8 +193,8 @@ def table_cam(cells, ctx) -> Table:
     notes = [f"{len(runs)} runs; {clients} clients, {rounds} rounds. Accuracy and macro-F1 (%) of each client's "
              "predictor on its own held-out test split: 'acc' and 'F1' are means over clients; 'micro acc' is the "
              "accuracy over all clients' test samples pooled (Fed-CAM §5's 'micro accuracy', so the paper's acc "
-             "column compares with it; empty for runs that predate it). 'paper': Fed-CAM's reported mean "
-             "(200 clients, 100 rounds, the whole training set)."]
+             "column compares with it; empty for runs that predate it). 'paper': Fed-CAM's reported mean ± std "
+             "over its seeds (no std for the ensembles, as printed; 200 clients, 100 rounds, the whole training set)."]
     if any("cluster update" in r for r in rows):
         notes.append("cluster update: how IFCA and IFCA-CAM move a cluster model, 'mean' (the n_i-weighted mean of its "
                      "clients' models, IFCA's rule, the default of both) or 'eq6' (Fed-CAM's eq. 6: by the clients' share "
