@@ -73,7 +73,11 @@ def missing_cells(table: dict, plan: dict) -> list:
         n = len(table.get(s, {}).get(m, {}))
         if n < SEEDS:
             short.setdefault((s, n), []).append(m)
-    return [f"{s}: {n} of {SEEDS} seeds: {', '.join(ms)}" for (s, n), ms in sorted(short.items())]
+    every = {}
+    for s, m in cells:
+        every.setdefault(s, set()).add(m)
+    return [f"{s}: not started ({len(ms)} methods x {SEEDS} seeds)" if n == 0 and set(ms) == every[s]
+            else f"{s}: {n} of {SEEDS} seeds: {', '.join(ms)}" for (s, n), ms in sorted(short.items())]
 
 
 def time_section(table: dict, plan: dict) -> list:
@@ -183,6 +187,7 @@ def draw(table: dict, path: Path) -> None:
                 ys.append(mean)
                 es.append(0 if math.isnan(half) else half)
         ax.errorbar(xs, ys, yerr=es, fmt="o", ms=4, capsize=2, color=cmap(i % 20), label=m)
+    ax.set_xlim(-0.5, len(settings) - 0.5)
     ax.set_xticks(range(len(settings)))
     ax.set_xticklabels(settings, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("local test accuracy (%), mean ± 95 % CI over seeds")
