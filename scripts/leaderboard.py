@@ -58,14 +58,17 @@ def read_plan(root: Path) -> dict:
     return plan
 
 
+def setting_by_pair(table: dict) -> dict:
+    """{(dataset, partition): the table's setting name} for the settings that have runs (the plan
+    names a setting by its data set and partition; the table adds K)."""
+    return {(x.get("dataset"), x.get("partition")): s for s, col in table.items()
+            for seeds in col.values() for x in seeds.values()}
+
+
 def missing_cells(table: dict, plan: dict) -> list:
     """'setting: n of 3 seeds: methods' for every planned (or started) cell short of its seeds, one
     line per setting and seed count."""
-    by_pair = {}
-    for setting, col in table.items():
-        for seeds in col.values():
-            for x in seeds.values():
-                by_pair[(x.get("dataset"), x.get("partition"))] = setting
+    by_pair = setting_by_pair(table)
     cells = {(by_pair.get(pair, "/".join(pair)), m) for pair, methods in plan.items() for m in methods}
     cells |= {(s, m) for s, col in table.items() for m in col}
     short = {}
@@ -98,8 +101,7 @@ def time_section(table: dict, plan: dict) -> list:
     planned = sum(len(seeds) for methods in plan.values() for seeds in methods.values())
     if planned > done:
         overall = total / done
-        by_pair = {(x.get("dataset"), x.get("partition")): s for s, col in table.items()
-                   for seeds in col.values() for x in seeds.values()}
+        by_pair = setting_by_pair(table)
         rest = 0.0
         for pair, methods in plan.items():
             s = by_pair.get(pair)
