@@ -14,6 +14,7 @@ finished runs' wall times and estimates the rest from them.
 import argparse
 import csv
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -84,32 +85,35 @@ def missing_cells(table: dict, plan: dict) -> list:
 
 
 def time_section(table: dict, plan: dict) -> list:
-    """The finished runs' wall time, and the rest estimated from the mean run time of their setting."""
+    """The finished runs' wall time, and the rest estimated from the median run time of their setting
+    (the median, because a run paused for other work, or sharing the cores with more jobs, keeps
+    that time in its wall time)."""
     walls = {s: [x.get("wall_time_s") for seeds in col.values() for x in seeds.values() if x.get("wall_time_s")]
              for s, col in table.items()}
     done = sum(len(w) for w in walls.values())
     if not done:
         return []
     total = sum(sum(w) for w in walls.values())
-    out = ["## Time on this machine", "", "| setting | finished runs | minutes per run (mean) | run-hours |",
+    out = ["## Time on this machine", "", "| setting | finished runs | minutes per run (median) | run-hours |",
            "|---|---|---|---|"]
     for s in sorted(walls):
         if walls[s]:
-            out.append(f"| {s} | {len(walls[s])} | {sum(walls[s]) / len(walls[s]) / 60:.1f} | {sum(walls[s]) / 3600:.2f} |")
+            out.append(f"| {s} | {len(walls[s])} | {statistics.median(walls[s]) / 60:.1f} | {sum(walls[s]) / 3600:.2f} |")
     out += ["", f"{done} finished runs took {total / 3600:.1f} run-hours (each run's `wall_time_s`; runs shared "
-            "the machine's cores with other jobs, so these are not quiet-machine times)."]
+            "the machine's cores with other jobs, and a run paused meanwhile keeps that time, so these are not "
+            "quiet-machine times)."]
     planned = sum(len(seeds) for methods in plan.values() for seeds in methods.values())
     if planned > done:
-        overall = total / done
+        overall = statistics.median([w for ws in walls.values() for w in ws])
         by_pair = setting_by_pair(table)
         rest = 0.0
         for pair, methods in plan.items():
             s = by_pair.get(pair)
-            mean = sum(walls[s]) / len(walls[s]) if s and walls.get(s) else overall
+            typical = statistics.median(walls[s]) if s and walls.get(s) else overall
             finished = sum(len(table.get(s, {}).get(m, {})) for m in methods) if s else 0
-            rest += mean * max(sum(len(v) for v in methods.values()) - finished, 0)
+            rest += typical * max(sum(len(v) for v in methods.values()) - finished, 0)
         out.append(f"The {planned - done} planned runs not finished would take about {rest / 3600:.0f} run-hours more "
-                   "(an estimate: each setting's mean run time so far, the overall mean where a setting has none).")
+                   "(an estimate: each setting's median run time so far, the overall median where a setting has none).")
     return out + [""]
 
 
