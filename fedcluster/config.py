@@ -10,6 +10,7 @@ names the key, and every constructor parameter can be overridden from the comman
 
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
+import hashlib
 import secrets
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -97,9 +98,20 @@ def _unique() -> str:
     return _UNIQUE
 
 
+NAME_MAX = 255   # bytes in one path component on Linux and macOS file systems
+
+
 def _subdir(override_dirname: str) -> str:
-    """A sweep job's directory: its overrides (the keys that change results), or `default`."""
-    return override_dirname or "default"
+    """A sweep job's directory: its overrides (the keys that change results), or `default`.
+    A name over the file system's NAME_MAX keeps its first bytes and ends in `~` and 12 hex digits of
+    the whole name's SHA-256, so it stays one directory per override set (a re-run finds it again)
+    instead of failing with "File name too long"."""
+    name = override_dirname or "default"
+    raw = name.encode()
+    if len(raw) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    return raw[:NAME_MAX - len(digest) - 1].decode(errors="ignore") + "~" + digest
 
 
 def _name_excluded_keys() -> list:

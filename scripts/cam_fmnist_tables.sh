@@ -5,8 +5,15 @@
 # the model they trained (IFCA's test-loss re-pick only in its labelled column), FeSEM-CAM's 3-epoch
 # start-up with the matched FeSEM control. docs/results/paper_protocol/cam_fmnist_table1.md.
 #
-#   bash scripts/cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all]   (default: table1 all)
+#   bash scripts/cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all] [--scale=per_client|paper]
+#                                     [--list] [OVERRIDE ...]        (default: table1 all --scale=per_client)
 #   fedcluster-report SWEEP_DIR [--baseline ifca]
+#
+# --scale=paper runs the paper's own 200 clients on all of Fashion-MNIST instead of 20 clients x 300.
+# OVERRIDEs (key=value) go to every job, e.g. hardware=cuda dataset.root=DIR. --list prints each job's
+# `fedcluster` arguments, one job per line, in the script's order, and runs nothing: to run jobs side by
+# side (a GPU holds several), `... --list | xargs -P 8 -L 1 fedcluster`; each job still has its own
+# directory and lock, so the list can be re-run to finish what a stopped run left.
 #
 # Table 1: cluster-wise Dirichlet (0.1, 10) and n-class (3, 2); Table 2: client-wise Dirichlet (0.1) and
 # n-class (2); K = 5 and 10 each. Resumable: every job is one sub-directory of SWEEP_DIR named by its
@@ -16,16 +23,34 @@
 # IFCA, plain FeSEM's one-round start-up, FeSEM-CAM's lambda), its seeds 1-2, then the other
 # (partition, K) cells the same way.
 set -euo pipefail
-dir=${1:?usage: cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all]}
+usage="usage: cam_fmnist_tables.sh SWEEP_DIR [table1|table2] [core|sensitivity|all] [--scale=per_client|paper] [--list] [OVERRIDE ...]"
+dir=${1:?$usage}
 table=${2:-table1}
 part=${3:-all}
+shift $(( $# < 3 ? $# : 3 ))
+scale_name=per_client
+list=false
+extra=()
+for arg in "$@"; do
+  case $arg in
+    --list) list=true ;;
+    --scale=*) scale_name=${arg#--scale=} ;;
+    -*) echo "cam_fmnist_tables.sh: option $arg is unknown; allowed: --scale=per_client|paper, --list" >&2; exit 2 ;;
+    *=*) extra+=("$arg") ;;
+    *) echo "cam_fmnist_tables.sh: argument '$arg' is not an override (key=value); $usage" >&2; exit 2 ;;
+  esac
+done
 case $table in
   table1) cells=("cluster_dirichlet 5" "cluster_nclass 5" "cluster_dirichlet 10" "cluster_nclass 10") ;;
   table2) cells=("dirichlet 5" "nclass 5" "dirichlet 10" "nclass 10") ;;
   *) echo "cam_fmnist_tables.sh: table=$table is unknown; allowed: table1, table2" >&2; exit 2 ;;
 esac
 case $part in core|sensitivity|all) ;; *) echo "cam_fmnist_tables.sh: part=$part is unknown; allowed: core, sensitivity, all" >&2; exit 2 ;; esac
-scale=(partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000 checkpoint_every=10)
+case $scale_name in
+  per_client) scale=(partition.num_clients=20 dataset.train_size=6000 dataset.test_size=1000 checkpoint_every=10) ;;
+  paper) scale=(checkpoint_every=10) ;;   # the preset's own 200 clients and the whole dataset
+  *) echo "cam_fmnist_tables.sh: --scale=$scale_name is unknown; allowed: per_client, paper" >&2; exit 2 ;;
+esac
 
 failed=0
 job() {   # job PARTITION K SEED ALGORITHM [override ...]; a failed job is counted and the sweep goes on
@@ -38,10 +63,11 @@ run_job() {
   local partition=$1 k=$2 seed=$3 algorithm=$4
   shift 4
   # algorithm= as well as its sweep parameter: the job's own overrides (algorithm.*) are checked against it
-  fedcluster +preset=cam/$table algorithm="$algorithm" hydra.sweeper.params.dataset=fashion_mnist \
-    hydra.sweeper.params.partition="$partition" hydra.sweeper.params.num_clusters="$k" \
-    hydra.sweeper.params.algorithm="$algorithm" hydra.sweeper.params.seed="$seed" \
-    "${scale[@]}" "$@" hydra.sweep.dir="$dir"
+  local args=(+preset=cam/$table algorithm="$algorithm" hydra.sweeper.params.dataset=fashion_mnist
+    hydra.sweeper.params.partition="$partition" hydra.sweeper.params.num_clusters="$k"
+    hydra.sweeper.params.algorithm="$algorithm" hydra.sweeper.params.seed="$seed"
+    "${scale[@]}" "$@" ${extra[@]+"${extra[@]}"} hydra.sweep.dir="$dir")
+  if $list; then echo "${args[*]}"; else fedcluster "${args[@]}"; fi
 }
 
 core() {   # the five methods and the matched FeSEM control of one (partition, K, seed)
