@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Fed-CAM Tables 1 and 2 (scripts/cam_fmnist_tables.sh's jobs) run side by side, for a machine with one GPU
+# and many cores, where one job at a time leaves the GPU mostly idle, within a time limit:
+#
+#   bash scripts/cam_tables_parallel.sh RUNS_DIR SECONDS [PARALLEL] [OVERRIDE ...]    e.g. ... hardware=cuda
+#
+# Queue, longest first: the paper-scale (200 clients) core rows of cluster-wise Dirichlet K = 5 seed 0,
+# then every per-client-scale job of Table 1, then of Table 2, then the rest of Table 1's paper-scale core
+# rows. PARALLEL (default 12) jobs run at once, one thread each; at SECONDS the jobs still running are
+# stopped (each resumes from its checkpoint when the queue is run again). Sweep directories:
+# RUNS_DIR/{paper_t1,t1,t2}; fedcluster-report reads each. At the end RUNS_DIR/finished.tgz holds the
+# finished runs without their checkpoints (for a machine that is given back). Where hydra-core is not
+# installed it is taken from the wheels in ${FEDCLUSTER_WHEELS:-.whl} (scripts/gpu_wheels.sh), and
+# Fashion-MNIST from ${FEDCLUSTER_FMNIST:-.fmnist} into ./data (the data sets' default root).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+usage="usage: cam_tables_parallel.sh RUNS_DIR SECONDS [PARALLEL] [OVERRIDE ...]"
+runs=${1:?$usage}
+seconds=${2:?$usage}
+parallel=${3:-12}
+shift $(( $# < 3 ? $# : 3 ))
+[[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "cam_tables_parallel.sh: SECONDS=$seconds is not a positive whole number" >&2; exit 2; }
+[[ $parallel =~ ^[0-9]+$ && $parallel -gt 0 ]] || { echo "cam_tables_parallel.sh: PARALLEL=$parallel is not a positive whole number" >&2; exit 2; }
+PY=${PYTHON:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if ! "$PY" -c "import hydra, omegaconf" 2>/dev/null; then
+  WHEELS=${FEDCLUSTER_WHEELS:-.whl}
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fedcluster-site "$WHEELS"/*.whl || exit 1
+  export PYTHONPATH="$PYTHONPATH:/tmp/fedcluster-site"
+fi
+FMNIST=${FEDCLUSTER_FMNIST:-.fmnist}
+if [[ -e $FMNIST/train-images-idx3-ubyte.gz && ! -e data/FashionMNIST/raw/train-images-idx3-ubyte.gz ]]; then
+  mkdir -p data/FashionMNIST/raw && cp "$FMNIST"/*.gz data/FashionMNIST/raw/
+fi
+mkdir -p "$runs"
+queue=$runs/queue.txt
+tables=scripts/cam_fmnist_tables.sh
+{
+  bash $tables "$runs/paper_t1" table1 core --scale=paper --list "$@" | head -5
+  bash $tables "$runs/t1" table1 all --list "$@"
+  bash $tables "$runs/t2" table2 all --list "$@"
+  bash $tables "$runs/paper_t1" table1 core --scale=paper --list "$@" | tail -n +6
+} > "$queue" || exit 2
+echo "cam_tables_parallel.sh: $(wc -l < "$queue") jobs, $parallel at a time, for at most $seconds s"
+start=$(date +%s)
+# timeout stops the whole process group (xargs and every job) at the limit
+OMP_NUM_THREADS=1 timeout "$seconds" xargs -P "$parallel" -L 1 "$PY" -m fedcluster.cli < "$queue"
+status=$?
+echo "cam_tables_parallel.sh: queue stopped after $(( $(date +%s) - start )) s (exit $status; 124: the time limit)"
+finished=()
+for summary in "$runs"/*/*/summary.json; do
+  [[ -e $summary ]] && finished+=("${summary%/summary.json}")   # complete or diverged: a result either way
+done
+echo "cam_tables_parallel.sh: ${#finished[@]} finished runs (a summary.json each)"
+if [[ ${#finished[@]} -gt 0 ]]; then
+  tar czf "$runs/finished.tgz" --exclude='*.pt' --exclude='*.pdf' "${finished[@]}"
+fi
