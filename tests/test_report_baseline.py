@@ -90,3 +90,61 @@ def test_an_unknown_baseline_is_a_one_line_error_before_anything_is_written(tmp_
     assert e.value.code == 2 and len(err.splitlines()) == 1
     assert "--baseline 'clove' is not a method of these runs; allowed: ifca" in err
     assert not list(tmp_path.glob("report*"))
+
+
+def test_the_baseline_is_the_methods_default_configuration_beside_its_sensitivity_rows(tmp_path):
+    """IFCA run at its defaults and again with init=identical (a sensitivity row): both set one
+    algorithm option, so only the defaults (conf/algorithm/ifca.yaml) say which is the baseline;
+    the other is compared with it like any configuration."""
+    runs(tmp_path, "ifca", None, [0, 1, 2], [1.0, 2.0, 3.0])
+    runs(tmp_path, "ifca_identical", {"_target_": "fedcluster.algorithms.IFCA", "name": "ifca", "num_clusters": None,
+                                      "client_fraction": 1.0, "update": "mean", "init": "identical",
+                                      "first_round": "evaluation"}, [0, 1, 2], [2.0, 3.0, 4.0])
+    build_report(tmp_path, baseline="ifca")
+    row = pd.read_csv(tmp_path / "report_runs_vs_ifca.csv").set_index("method")
+    assert "ifca (init=independent) (baseline)" in row.index
+    assert row.loc["ifca (init=identical)", "MSE − ifca"] == pytest.approx(1.0)
+    assert row.loc["ifca (init=identical)", "test"] == "paired (3)"
+
+
+def _cam_run(path, seed, overrides, accuracy):
+    """A hand-made finished run of the cam/table1 preset at the per-client scale: config.yaml as
+    the CLI composes it, a summary with the fields Fed-CAM's table reads."""
+    from conftest import make_cfg
+    from fedcluster.runner import requested_config
+    import yaml
+    config = requested_config(make_cfg(["+preset=cam/table1", "partition.num_clients=20", "dataset.train_size=6000",
+                                        "dataset.test_size=1000", "num_clusters=5", f"seed={seed}", *overrides]))
+    config.pop("hydra", None)
+    path.mkdir(parents=True)
+    (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    summary = {"local": {"local_test_accuracy": accuracy, "local_test_macro_f1": accuracy},
+               "local_micro": {"local_test_accuracy": accuracy}, "num_clients": 20, "rounds": 100,
+               "table": "cam_table1", "task": "classification", "key_metric": "accuracy",
+               "config": {g: config[g] for g in ("dataset", "partition", "model", "algorithm", "train")},
+               "cluster_sizes": [4, 4, 4, 4, 4], "ari": 1.0, "ari_by_round": [1.0] * 100}
+    make_run(path, seed, None, summary, config_file=False)
+
+
+def test_cam_sensitivity_rows_are_rows_of_one_table_labelled_alike_in_every_partition(tmp_path):
+    """IFCA at its defaults in both partitions and with init=identical in one, IFCA-CAM in both:
+    one table (not one per init), each IFCA configuration one row labelled by its init in every
+    partition, and IFCA-CAM compared with IFCA's default configuration."""
+    for seed in (0, 1):
+        for partition in ("cluster_dirichlet", "cluster_nclass"):
+            _cam_run(tmp_path / f"ifca_{partition}_{seed}", seed, [f"partition={partition}", "algorithm=ifca"], 0.80)
+            _cam_run(tmp_path / f"cam_{partition}_{seed}", seed, [f"partition={partition}", "algorithm=ifca_cam"],
+                     0.85 + 0.01 * seed)
+        _cam_run(tmp_path / f"ident_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=ifca",
+                                                     "algorithm.init=identical"], 0.70)
+    build_report(tmp_path, baseline="ifca")
+    table = pd.read_csv(tmp_path / "report_cam_table1.csv")
+    assert "algorithm.init" not in table.columns          # laid out in rows, not split into sub-tables
+    ifca = table[table["method"] == "ifca"].set_index("K")
+    assert sorted(ifca.index) == ["5 (init=identical)", "5 (init=independent)"]
+    assert ifca.loc["5 (init=independent)", "fashion_mnist/cluster_nclass seeds"] == 2
+    assert ifca.loc["5 (init=identical)", "fashion_mnist/cluster_nclass seeds"] == 0
+    diff = pd.read_csv(tmp_path / "report_cam_table1_vs_ifca.csv")
+    cam = diff[diff["method"].str.startswith("ifca_cam")]
+    assert len(cam) == 2 and list(cam["acc (pts) − ifca"]) == pytest.approx([5.5, 5.5])
+    assert diff["method"].str.contains(r"init=identical\)$").sum() == 1      # compared, not the baseline

@@ -60,7 +60,32 @@ def _labels_apart(cells: Sequence[Cell], keys: Sequence[str]) -> List[str]:
     if len(cells) < 2:
         return [""] * len(cells)
     differing = [k for k in keys if len({c.value(k) for c in cells}) > 1]
-    return ["(" + ", ".join(f"{k}={show(c.value(k))}" for k in differing) + ")" for c in cells]
+    return ["(" + ", ".join(f"{_short(k)}={show(c.value(k))}" for k in differing if c.value(k) is not ABSENT) + ")"
+            for c in cells]
+
+
+def _config_labels(cells: Sequence[Cell]) -> Dict[int, str]:
+    """id(cell) -> the '(setting=value, ...)' that tells its algorithm configuration apart from the
+    other configurations of the same method and K, taken over all data settings, so one
+    configuration is one row in every setting (empty where a method and K have one)."""
+    by_method: Dict[tuple, Dict[tuple, Cell]] = {}
+    for c in cells:
+        config = tuple((k, v) for k, v in c.key if k.startswith("algorithm.") and k not in K_KEYS)
+        by_method.setdefault((_cluster_count(c), c.value("algorithm.name")), {}).setdefault(config, c)
+    label_of: Dict[tuple, str] = {}
+    for group, configs in by_method.items():
+        reps = list(configs.values())
+        keys = [k for k, _ in next(iter(configs))]
+        for config, suffix in zip(configs, _labels_apart(reps, keys)):
+            label_of[group + (config,)] = suffix
+    return {id(c): label_of[(_cluster_count(c), c.value("algorithm.name"),
+                             tuple((k, v) for k, v in c.key if k.startswith("algorithm.") and k not in K_KEYS))]
+            for c in cells}
+
+
+def _short(key: str) -> str:
+    """An algorithm setting by its own name (the row already names the method): 'algorithm.init' -> 'init'."""
+    return key[len("algorithm."):] if key.startswith("algorithm.") else key
 
 def _merge_k_free(cells: Sequence[Cell]):
     """FedAvg/FedProx rows: a K sweep runs them once per K although they ignore K. Cells of one
@@ -140,16 +165,15 @@ def table_cam(cells, ctx) -> Table:
         dropped += n_dropped
         apart.update(keys_apart)
         entries = dict(merged)
-        by_k: Dict[tuple, List[Cell]] = {}
-        for c in members:
-            if c.value("algorithm.name") not in K_FREE:
-                by_k.setdefault((str(_cluster_count(c)), c.value("algorithm.name")), []).append(c)
-        for (k, method), group in by_k.items():
-            for c, suffix in zip(group, _labels_apart(group, [key for key, _ in group[0].key])):
-                label = f"{k} {suffix}".strip()
-                entries[(label, method)] = c.runs
-                diag_cells.append((setting, (label, method), c))
         settings[setting] = entries
+    labels = _config_labels([c for c in cells if c.value("algorithm.name") not in K_FREE])
+    for c in cells:
+        if c.value("algorithm.name") in K_FREE:
+            continue
+        setting = (c.value("dataset.name"), c.value("partition.name"))
+        key = (f"{_cluster_count(c)} {labels[id(c)]}".strip(), c.value("algorithm.name"))
+        settings[setting][key] = c.runs
+        diag_cells.append((setting, key, c))
     order = sorted(settings, key=lambda s: tuple(sort_key(v) for v in s))
     row_keys = sorted({k for e in settings.values() for k in e}, key=_cam_row_order)
     protocol = ctx.protocol
@@ -216,8 +240,10 @@ def table_cam(cells, ctx) -> Table:
         frame.insert(2, "cluster update", frame.pop("cluster update"))
     return Table(frame.fillna(""), notes, extra)
 
-_CAM_KEYS = ("dataset.name", "partition.name", "algorithm.name", "num_clusters", "partition.num_clusters",
-             "algorithm.num_clusters", "algorithm.base.num_clusters")
+# Every algorithm setting is laid out: a method's sensitivity rows (IFCA's init, the eq. 6 update, FeSEM's
+# start-up, lambda) are rows beside its own, labelled by the settings that tell them apart, not sub-tables
+# that would separate IFCA-CAM from IFCA.
+_CAM_KEYS = ("dataset.name", "partition.name", "algorithm.*", "num_clusters", "partition.num_clusters")
 
 def _cam_runs(table: str) -> Identity:
     """A Fed-CAM table's runs (common.Identity): its eight methods on the data sets and partitions
