@@ -21,12 +21,13 @@ from .io import save_figure  # noqa: E402
 DPI = 200
 
 
-def save(fig, path: Path) -> None:
-    """`path` (.png) and the same figure as .pdf beside it, atomically; closes the figure."""
+def save(fig, path: Path, **kwargs) -> None:
+    """`path` (.png) and the same figure as .pdf beside it, atomically; closes the figure.
+    `kwargs` go to savefig (bbox_inches="tight" keeps legends drawn outside the axes)."""
     path = Path(path)
     fig.tight_layout()
-    save_figure(path, fig, dpi=DPI)
-    save_figure(path.with_suffix(".pdf"), fig)
+    save_figure(path, fig, dpi=DPI, **kwargs)
+    save_figure(path.with_suffix(".pdf"), fig, **kwargs)
     plt.close(fig)
 
 
@@ -164,6 +165,10 @@ def line_colors(labels) -> dict:
     return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
 
 
+LEGEND_INSIDE_LINES = 6    # a panel with more lines, or a label longer than LEGEND_INSIDE_CHARS, has its legend under it
+LEGEND_INSIDE_CHARS = 40
+
+
 def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds=(-np.inf, np.inf)) -> None:
     """panels = [(title, {label: [value per round] or [[...] per seed]})]; index t-1 of a curve
     is round t. One line per label through the rounds that have a value: the mean over the seeds
@@ -171,11 +176,17 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
     `bounds`; None marks a round without a value (not evaluated, or the CAM methods' warm-up without
     a clustering), left out rather than drawn as 0. `colors` {label: colour} keeps a label's colour
     across panels and figures (default: line_colors of these panels). Legends sit inside each
-    panel. Up to four panels per row."""
+    panel, or under it where they would cover the curves (more than LEGEND_INSIDE_LINES lines, or a
+    label longer than LEGEND_INSIDE_CHARS characters). Up to four panels per row."""
     colors = colors or line_colors(label for _, curves in panels for label in curves)
     cols = min(len(panels), 4)
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, sharey=True)
+    labels = [label for _, curves in panels for label in curves]
+    most = max((len(curves) for _, curves in panels), default=0)
+    below = most > LEGEND_INSIDE_LINES or max((len(label) for label in labels), default=0) > LEGEND_INSIDE_CHARS
+    height = 3.2 + (0.16 * most + 0.3 if below else 0.0)   # room for the legend under each panel
+    width = max(4.2, 0.055 * max((len(label) for label in labels), default=0) + 1.0) if below else 4.2
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=True)
     for ax, (title, curves) in zip(axes.flat, panels):
         longest = 1
         for label, seeds in sorted(curves.items()):
@@ -196,10 +207,13 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
         ax.set_ylabel(ylabel)
         if ylim is not None:
             ax.set_ylim(*ylim)
-        ax.legend(fontsize=7, loc="best", framealpha=0.8)
+        if below:
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), framealpha=0.8)
+        else:
+            ax.legend(fontsize=7, loc="best", framealpha=0.8)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    save(fig, path)
+    save(fig, path, **({"bbox_inches": "tight"} if below else {}))
 
 
 def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -> None:

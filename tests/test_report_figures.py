@@ -39,3 +39,17 @@ def test_a_label_keeps_its_colour_and_bands_stay_in_range(tmp_path, monkeypatch)
     assert all(low >= 0.0 and high <= 100.0 for low, high in bands[3:])      # accuracy %: [0, 100]
     assert max(high for _, high in bands[:3]) == 1.0                          # a band that reached past 1 is cut there
     assert legends and all(loc == "best" for loc in legends)                  # inside each panel
+
+
+def test_many_or_long_line_labels_put_the_legend_under_the_panel(tmp_path):
+    """Eight configurations with long labels (a method's sensitivity rows) would cover the curves:
+    the legend goes under the panel, which makes the figure taller than one with two short labels."""
+    import matplotlib.pyplot as plt
+    from fedcluster.plots import write_curves
+    short = [("p", {"a": [0.1, 0.2], "b": [0.3, 0.4]})]
+    long = [("p", {f"ifca, init=independent, update=mean, num_clusters=5, partition.num_clusters={i}": [0.1, 0.2]
+                   for i in range(8)})]
+    write_curves(tmp_path / "short.png", short, "ARI")
+    write_curves(tmp_path / "long.png", long, "ARI")
+    assert plt.imread(tmp_path / "long.png").shape[0] > 1.3 * plt.imread(tmp_path / "short.png").shape[0]
+    assert (tmp_path / "long.pdf").exists()

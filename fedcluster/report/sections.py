@@ -14,7 +14,7 @@ import pandas as pd
 
 from .. import tables
 from ..results.cells import to_csv_frame
-from ..results.runs import Cell, Run, make_cells, matches, show, split_by, varying_keys
+from ..results.runs import ABSENT, Cell, Run, make_cells, matches, show, split_by, varying_keys
 from .preset_data import data_mismatches
 
 
@@ -157,8 +157,10 @@ def _line_label(cell: Cell, keys: List[str]) -> str:
     named in full (algorithm options without 'algorithm.'), so two configurations never share
     a label and so a line."""
     parts = []
-    for k in keys:
+    for k in sorted(keys, key=lambda k: k != "algorithm.name"):   # the method first, then its settings
         if k in ("dataset.name", "partition.name"):
+            continue
+        if cell.value(k) is ABSENT:   # a setting this configuration's algorithm does not have
             continue
         name = k[len("algorithm."):] if k.startswith("algorithm.") else k
         parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{name}={show(cell.value(k))}")
