@@ -129,7 +129,8 @@ def _cam_run(path, seed, overrides, accuracy):
 def test_cam_sensitivity_rows_are_rows_of_one_table_labelled_alike_in_every_partition(tmp_path):
     """IFCA at its defaults in both partitions and with init=identical in one, IFCA-CAM in both:
     one table (not one per init), each IFCA configuration one row labelled by its init in every
-    partition, and IFCA-CAM compared with IFCA's default configuration."""
+    partition, and IFCA-CAM compared with IFCA's default configuration. FeSEM-CAM run only with
+    lambda = 0.1 is labelled so, though no other FeSEM-CAM configuration is there to tell it apart."""
     for seed in (0, 1):
         for partition in ("cluster_dirichlet", "cluster_nclass"):
             _cam_run(tmp_path / f"ifca_{partition}_{seed}", seed, [f"partition={partition}", "algorithm=ifca"], 0.80)
@@ -137,9 +138,11 @@ def test_cam_sensitivity_rows_are_rows_of_one_table_labelled_alike_in_every_part
                      0.85 + 0.01 * seed)
         _cam_run(tmp_path / f"ident_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=ifca",
                                                      "algorithm.init=identical"], 0.70)
+    _cam_run(tmp_path / "lam", 0, ["partition=cluster_dirichlet", "algorithm=fesem_cam", "algorithm.base.lam=0.1"], 0.6)
     build_report(tmp_path, baseline="ifca")
     table = pd.read_csv(tmp_path / "report_cam_table1.csv")
     assert "algorithm.init" not in table.columns          # laid out in rows, not split into sub-tables
+    assert list(table.loc[table["method"] == "fesem_cam", "K"]) == ["5 (base.lam=0.1)"]   # a lone sensitivity row
     ifca = table[table["method"] == "ifca"].set_index("K")
     assert sorted(ifca.index) == ["5 (init=identical)", "5 (init=independent)"]
     assert ifca.loc["5 (init=independent)", "fashion_mnist/cluster_nclass seeds"] == 2

@@ -4,12 +4,12 @@ seeds (results/compare.py), '*' where the interval excludes 0, and '▲best' on 
 configuration of a setting that is significantly better than every other there (its interval
 against each of them excludes 0 in the better direction). A setting is everything but the
 algorithm: the data, partition, K and any other key that varies."""
-from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from ..results.compare import Difference, difference, significantly_best
+from ..results.defaults import algorithm_defaults, reporting_only
 from ..results.runs import ABSENT, Cell, ReportError, show
 
 # (column, value from a run's summary, higher is better, shown scale)
@@ -64,28 +64,6 @@ def _by_seed(cell: Cell, value) -> Dict[object, float]:
     return out
 
 
-@lru_cache(maxsize=None)
-def algorithm_defaults(name: str) -> Dict[str, object]:
-    """An algorithm's own settings as `algorithm=<name>` composes them, flattened to
-    'algorithm.<path>' -> value; {} where the name is no config option here (a run from elsewhere)."""
-    from omegaconf import OmegaConf
-    from ..config import compose_config
-    try:
-        node = OmegaConf.to_container(compose_config([f"algorithm={name}"]).algorithm, resolve=True)
-    except Exception:   # noqa: BLE001 -- not composable here: no defaults to compare with
-        return {}
-    flat: Dict[str, object] = {}
-
-    def walk(prefix: str, value) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}", v)
-        else:
-            flat[prefix] = value
-    walk("algorithm", node)
-    return flat
-
-
 def _baseline_cell(cells: Sequence[Cell], baseline: str) -> Optional[Cell]:
     """The baseline's cell of a setting: where it was run in several configurations, the one
     with the fewest algorithm settings away from the algorithm's defaults (the others are its
@@ -98,7 +76,7 @@ def _baseline_cell(cells: Sequence[Cell], baseline: str) -> Optional[Cell]:
 
     def options(c):
         return sum(v is not ABSENT and (not defaults or defaults.get(k, ABSENT) != v)
-                   for k, v in _algorithm_keys(c) if k != "algorithm.name")
+                   for k, v in _algorithm_keys(c) if k != "algorithm.name" and not reporting_only(k))
     fewest = min(options(c) for c in mine)
     choice = [c for c in mine if options(c) == fewest]
     return choice[0] if len(choice) == 1 else None

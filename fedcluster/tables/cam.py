@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Sequence
 import pandas as pd
 
 from ..results.cells import DASH, Reported, Stat
+from ..results.defaults import algorithm_defaults, reporting_only
 from ..results.runs import ABSENT, Cell, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 from .paper_numbers import number, reported
@@ -65,22 +66,30 @@ def _labels_apart(cells: Sequence[Cell], keys: Sequence[str]) -> List[str]:
 
 
 def _config_labels(cells: Sequence[Cell]) -> Dict[int, str]:
-    """id(cell) -> the '(setting=value, ...)' that tells its algorithm configuration apart from the
-    other configurations of the same method and K, taken over all data settings, so one
-    configuration is one row in every setting (empty where a method and K have one)."""
+    """id(cell) -> the '(setting=value, ...)' that names its algorithm configuration: the settings on
+    which it differs from the other configurations of the same method and K, and those away from the
+    algorithm's defaults (conf/algorithm/), so a lone sensitivity row (lambda = 0.1) is never read as
+    the method's own; taken over all data settings, so one configuration is one row in every setting.
+    Settings that only change what is reported (results/defaults.py) are left out."""
+    def config_of(c: Cell) -> tuple:
+        return tuple((k, v) for k, v in c.key
+                     if k.startswith("algorithm.") and k not in K_KEYS and not reporting_only(k))
     by_method: Dict[tuple, Dict[tuple, Cell]] = {}
     for c in cells:
-        config = tuple((k, v) for k, v in c.key if k.startswith("algorithm.") and k not in K_KEYS)
-        by_method.setdefault((_cluster_count(c), c.value("algorithm.name")), {}).setdefault(config, c)
+        by_method.setdefault((_cluster_count(c), c.value("algorithm.name")), {}).setdefault(config_of(c), c)
     label_of: Dict[tuple, str] = {}
-    for group, configs in by_method.items():
-        reps = list(configs.values())
+    for (k_count, method), configs in by_method.items():
+        defaults = algorithm_defaults(str(method))
         keys = [k for k, _ in next(iter(configs))]
-        for config, suffix in zip(configs, _labels_apart(reps, keys)):
-            label_of[group + (config,)] = suffix
-    return {id(c): label_of[(_cluster_count(c), c.value("algorithm.name"),
-                             tuple((k, v) for k, v in c.key if k.startswith("algorithm.") and k not in K_KEYS))]
-            for c in cells}
+        differing = {k for k in keys if len({c.value(k) for c in configs.values()}) > 1}
+        for config, cell in configs.items():
+            named = {k: v for k, v in config if k in differing and v is not ABSENT}
+            named.update({k: cell.value(k) for k, d in defaults.items()
+                          if k not in K_KEYS and not reporting_only(k) and k != "algorithm.name"
+                          and cell.value(k) is not ABSENT and cell.value(k) != d})
+            label_of[(k_count, method, config)] = (
+                "(" + ", ".join(f"{_short(k)}={show(named[k])}" for k in sorted(named)) + ")" if named else "")
+    return {id(c): label_of[(_cluster_count(c), c.value("algorithm.name"), config_of(c))] for c in cells}
 
 
 def _short(key: str) -> str:
