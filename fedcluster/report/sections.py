@@ -162,6 +162,8 @@ def _line_label(cell: Cell, keys: List[str]) -> str:
             continue
         if cell.value(k) is ABSENT:   # a setting this configuration's algorithm does not have
             continue
+        if k.startswith("algorithm.") and k.endswith("num_clusters") and "num_clusters" in keys:
+            continue                  # the algorithm's K follows the run's num_clusters, named once
         name = k[len("algorithm."):] if k.startswith("algorithm.") else k
         parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{name}={show(cell.value(k))}")
     return ", ".join(parts) or show(cell.value("algorithm.name"))
