@@ -11,10 +11,9 @@
 # the run's own estimate) was refused. So the paper-scale jobs come last; for them use PARALLEL 4 or fewer,
 # e.g. in a second call once the per-client queue is done. At SECONDS the jobs still running are
 # stopped (each resumes from its checkpoint when the queue is run again). Sweep directories:
-# RUNS_DIR/{paper_t1,t1,t2}; fedcluster-report reads each. At the end RUNS_DIR/finished.tgz holds the
-# finished runs without their checkpoints (for a machine that is given back). Where hydra-core is not
-# installed it is taken from the wheels in ${FEDCLUSTER_WHEELS:-.whl} (scripts/gpu_wheels.sh), and
-# Fashion-MNIST from ${FEDCLUSTER_FMNIST:-.fmnist} into ./data (the data sets' default root).
+# RUNS_DIR/{paper_t1,t1,t2}; fedcluster-report reads each. The queue runs through scripts/run_queue.sh,
+# which also packs the finished runs into RUNS_DIR/finished.tgz and sets up hydra-core and Fashion-MNIST
+# on a bare GPU machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: cam_tables_parallel.sh RUNS_DIR SECONDS [PARALLEL] [OVERRIDE ...]"
@@ -24,17 +23,6 @@ parallel=${3:-10}
 shift $(( $# < 3 ? $# : 3 ))
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "cam_tables_parallel.sh: SECONDS=$seconds is not a positive whole number" >&2; exit 2; }
 [[ $parallel =~ ^[0-9]+$ && $parallel -gt 0 ]] || { echo "cam_tables_parallel.sh: PARALLEL=$parallel is not a positive whole number" >&2; exit 2; }
-PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if ! "$PY" -c "import hydra, omegaconf" 2>/dev/null; then
-  WHEELS=${FEDCLUSTER_WHEELS:-.whl}
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fedcluster-site "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH="$PYTHONPATH:/tmp/fedcluster-site"
-fi
-FMNIST=${FEDCLUSTER_FMNIST:-.fmnist}
-if [[ -e $FMNIST/train-images-idx3-ubyte.gz && ! -e data/FashionMNIST/raw/train-images-idx3-ubyte.gz ]]; then
-  mkdir -p data/FashionMNIST/raw && cp "$FMNIST"/*.gz data/FashionMNIST/raw/
-fi
 mkdir -p "$runs"
 queue=$runs/queue.txt
 tables=scripts/cam_fmnist_tables.sh
@@ -43,17 +31,4 @@ tables=scripts/cam_fmnist_tables.sh
   bash $tables "$runs/t2" table2 all --list "$@"
   bash $tables "$runs/paper_t1" table1 core --scale=paper --list "$@"
 } > "$queue" || exit 2
-echo "cam_tables_parallel.sh: $(wc -l < "$queue") jobs, $parallel at a time, for at most $seconds s"
-start=$(date +%s)
-# timeout stops the whole process group (xargs and every job) at the limit
-OMP_NUM_THREADS=1 timeout "$seconds" xargs -P "$parallel" -L 1 "$PY" -m fedcluster.cli < "$queue"
-status=$?
-echo "cam_tables_parallel.sh: queue stopped after $(( $(date +%s) - start )) s (exit $status; 124: the time limit)"
-finished=()
-for summary in "$runs"/*/*/summary.json; do
-  [[ -e $summary ]] && finished+=("${summary%/summary.json}")   # complete or diverged: a result either way
-done
-echo "cam_tables_parallel.sh: ${#finished[@]} finished runs (a summary.json each)"
-if [[ ${#finished[@]} -gt 0 ]]; then
-  tar czf "$runs/finished.tgz" --exclude='*.pt' --exclude='*.pdf' "${finished[@]}"
-fi
+exec bash scripts/run_queue.sh "$queue" "$runs" "$seconds" "$parallel"

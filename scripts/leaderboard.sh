@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The clustered-FL leaderboard (docs/leaderboard.md): every method of the three papers under one protocol.
 #
-#   bash scripts/leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan]  (default: all)
+#   bash scripts/leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan] [--list] [OVERRIDE ...]  (default: all)
 #   python scripts/leaderboard.py SWEEP_DIR                            # writes docs/leaderboard.md + figure
+#
+# OVERRIDEs (key=value) go to every job (e.g. hardware=cuda, in a sweep directory of its own). --list prints
+# each job's `fedcluster` arguments, one job per line, and runs nothing: scripts/run_queue.sh runs such a list
+# side by side within a time limit (a GPU holds several jobs at once).
 #
 # fmnist: CLoVE's Fashion-MNIST protocol (+preset=clove/images: Adam 1e-3, batch 100, 1 local epoch,
 #         100 rounds, LeNet with PyTorch's init, 500 training + 100 test samples per client) on label skews
@@ -16,8 +20,19 @@
 # whatever part it runs, so leaderboard.py lists every cell not yet run; `plan` writes only that.
 # FedSoft's selection_size is 12 (its default 60 is for 100 clients); every other method runs its defaults.
 set -euo pipefail
-dir=${1:?usage: leaderboard.sh SWEEP_DIR [fmnist|cam|small|all]}
+dir=${1:?usage: leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan] [--list] [OVERRIDE ...]}
 part=${2:-all}
+shift $(( $# < 2 ? $# : 2 ))
+list=false
+extra=()
+for arg in "$@"; do
+  case $arg in
+    --list) list=true ;;
+    -*) echo "leaderboard.sh: option $arg is unknown; allowed: --list" >&2; exit 2 ;;
+    *=*) extra+=("$arg") ;;
+    *) echo "leaderboard.sh: argument '$arg' is not an override (key=value)" >&2; exit 2 ;;
+  esac
+done
 case $part in fmnist|cam|small|all|plan) ;; *) echo "leaderboard.sh: part=$part is unknown; allowed: fmnist, cam, small, all, plan" >&2; exit 2 ;; esac
 METHODS=(fedavg fedprox local perfedavg fedproto fedala fedpac ifca cfl fesem flexcfl pacfl clove fedsoft fedem
          ifca_cam fesem_cam fedavg_plus fedprox_plus)
@@ -29,11 +44,13 @@ job() {   # job PRESET DATASET PARTITION SEED ALGORITHM [override ...]
   local preset=$1 dataset=$2 partition=$3 seed=$4 algorithm=$5
   shift 5
   if [[ $planning == 1 ]]; then printf '%s\t%s\t%s\t%s\n' "$dataset" "$partition" "$algorithm" "$seed" >> "$plan.tmp"; return; fi
-  local extra=()
-  [[ $algorithm == fedsoft ]] && extra=(algorithm.selection_size=12)
-  fedcluster +preset="$preset" algorithm="$algorithm" hydra.sweeper.params.dataset="$dataset" \
-    hydra.sweeper.params.partition="$partition" hydra.sweeper.params.algorithm="$algorithm" \
-    hydra.sweeper.params.seed="$seed" "${extra[@]}" "$@" hydra.sweep.dir="$dir" \
+  local own=()
+  [[ $algorithm == fedsoft ]] && own=(algorithm.selection_size=12)
+  local args=(+preset="$preset" algorithm="$algorithm" hydra.sweeper.params.dataset="$dataset"
+    hydra.sweeper.params.partition="$partition" hydra.sweeper.params.algorithm="$algorithm"
+    hydra.sweeper.params.seed="$seed" ${own[@]+"${own[@]}"} "$@" ${extra[@]+"${extra[@]}"} hydra.sweep.dir="$dir")
+  if $list; then echo "${args[*]}"; return; fi
+  fedcluster "${args[@]}" \
     || { failed=$((failed + 1)); echo "leaderboard.sh: job failed: $preset $dataset $partition seed $seed $algorithm $*"; }
 }
 

@@ -45,3 +45,37 @@ def test_a_bad_limit_is_one_line_and_runs_nothing(tmp_path, args, needle):
                           env={**os.environ, "PYTHON": str(fake)})
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not calls.exists() and not (tmp_path / "runs").exists()
+
+
+def test_run_queue_packs_the_finished_runs_without_checkpoints(tmp_path):
+    """scripts/run_queue.sh on a two-job queue whose stand-in python 'finishes' the first job (a
+    summary.json and a checkpoint) and leaves the second unfinished: only the first is packed, and
+    without its checkpoint."""
+    runs = tmp_path / "runs"
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/bash\n[ "$1" = "-c" ] && exit 0\nd="${@: -1}"; d="${d#hydra.sweep.dir=}/job"\n'
+                    'mkdir -p "$d"; touch "$d/checkpoint.pt" "$d/metrics.csv"\n'
+                    '[[ "$*" == *seed=0* ]] && echo "{}" > "$d/summary.json"\nexit 0\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    queue = tmp_path / "queue.txt"
+    queue.write_text(f"algorithm=fedavg seed=0 hydra.sweep.dir={runs}/a\nalgorithm=fedavg seed=1 hydra.sweep.dir={runs}/b\n")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "run_queue.sh"), str(queue), str(runs), "60", "2"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHON": str(fake)})
+    assert proc.returncode == 0, proc.stderr
+    assert "2 jobs, 2 at a time" in proc.stdout and "1 finished runs" in proc.stdout
+    members = subprocess.run(["tar", "tzf", str(runs / "finished.tgz")], capture_output=True, text=True,
+                             check=True).stdout.split()
+    names = sorted(m.rsplit("/", 1)[-1] for m in members if not m.endswith("/"))
+    assert names == ["metrics.csv", "summary.json"] and all("/a/job" in m for m in members)
+
+
+def test_the_leaderboard_lists_its_jobs_with_the_overrides_and_runs_none(tmp_path):
+    from sweepjobs import recorded_jobs
+    script = ROOT / "scripts" / "leaderboard.sh"
+    ran = recorded_jobs(script, [str(tmp_path / "lb"), "small", "hardware=cuda"], tmp_path)
+    out = subprocess.run(["bash", str(script), str(tmp_path / "lb"), "small", "--list", "hardware=cuda"],
+                         capture_output=True, text=True, check=True).stdout
+    assert [line.split() for line in out.splitlines()] == ran and len(ran) == 2 * 2 * 3 * 19
+    assert all(job[-2] == "hardware=cuda" for job in ran)
+    bad = subprocess.run(["bash", str(script), str(tmp_path / "x"), "small", "--bogus"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "option --bogus is unknown" in bad.stderr and not (tmp_path / "x").exists()
