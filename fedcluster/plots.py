@@ -165,7 +165,7 @@ def line_colors(labels) -> dict:
     return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
 
 
-LEGEND_INSIDE_LINES = 6    # a panel with more lines, or a label longer than LEGEND_INSIDE_CHARS, has its legend under it
+LEGEND_INSIDE_LINES = 4    # a panel with more lines, or a label longer than LEGEND_INSIDE_CHARS, has its legend under it
 LEGEND_INSIDE_CHARS = 40
 
 
