@@ -151,3 +151,14 @@ def test_cam_sensitivity_rows_are_rows_of_one_table_labelled_alike_in_every_part
     cam = diff[diff["method"].str.startswith("ifca_cam")]
     assert len(cam) == 2 and list(cam["acc (pts) − ifca"]) == pytest.approx([5.5, 5.5])
     assert diff["method"].str.contains(r"init=identical\)$").sum() == 1      # compared, not the baseline
+
+
+def test_cam_rows_apart_by_a_reporting_only_setting_stay_two_rows(tmp_path):
+    """IFCA with and without the test-label column (report_label_pick) trains alike, but the runs are
+    two configurations: two rows, each named by that setting, none dropped."""
+    for pick in ("true", "false"):
+        _cam_run(tmp_path / f"ifca_{pick}", 0, ["partition=cluster_dirichlet", "algorithm=ifca",
+                                               f"algorithm.report_label_pick={pick}"], 0.8)
+    build_report(tmp_path)
+    table = pd.read_csv(tmp_path / "report_cam_table1.csv")
+    assert sorted(table["K"]) == ["5 (report_label_pick=False)", "5 (report_label_pick=True)"]

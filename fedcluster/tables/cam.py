@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..results.cells import DASH, Reported, Stat
 from ..results.defaults import algorithm_defaults, reporting_only
-from ..results.runs import ABSENT, Cell, Run, show, sort_key
+from ..results.runs import ABSENT, Cell, ReportError, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 from .paper_numbers import number, reported
 
@@ -70,10 +70,10 @@ def _config_labels(cells: Sequence[Cell]) -> Dict[int, str]:
     which it differs from the other configurations of the same method and K, and those away from the
     algorithm's defaults (conf/algorithm/), so a lone sensitivity row (lambda = 0.1) is never read as
     the method's own; taken over all data settings, so one configuration is one row in every setting.
-    Settings that only change what is reported (results/defaults.py) are left out."""
+    A setting that only changes what is reported (results/defaults.py) names a row only where two
+    configurations differ in it alone."""
     def config_of(c: Cell) -> tuple:
-        return tuple((k, v) for k, v in c.key
-                     if k.startswith("algorithm.") and k not in K_KEYS and not reporting_only(k))
+        return tuple((k, v) for k, v in c.key if k.startswith("algorithm.") and k not in K_KEYS)
     by_method: Dict[tuple, Dict[tuple, Cell]] = {}
     for c in cells:
         by_method.setdefault((_cluster_count(c), c.value("algorithm.name")), {}).setdefault(config_of(c), c)
@@ -181,6 +181,9 @@ def table_cam(cells, ctx) -> Table:
             continue
         setting = (c.value("dataset.name"), c.value("partition.name"))
         key = (f"{_cluster_count(c)} {labels[id(c)]}".strip(), c.value("algorithm.name"))
+        if key in settings[setting]:
+            raise ReportError(f"internal: two configurations share the Fed-CAM row {key} ({c.runs[0].path}); "
+                              "please report this")
         settings[setting][key] = c.runs
         diag_cells.append((setting, key, c))
     order = sorted(settings, key=lambda s: tuple(sort_key(v) for v in s))
