@@ -97,6 +97,21 @@ def assignment_rows(t: int, alg: Algorithm) -> List[dict]:
             for k in range(w.shape[0]) for s in range(w.shape[1])]
 
 
+def assignment_costs(assign, at_round: int, mixture: np.ndarray, num_centers: int) -> Optional[np.ndarray]:
+    """[centers, distributions] cost of pairing center k with distribution j that reads no test
+    data: minus the weight the clients put on k, each client counted by its true share of j
+    (sum over clients of mixture[c, j] * weight[c, k], from assignments.csv at `at_round`). A
+    label-free alternative to matching_costs' test loss; None where the round has no weights."""
+    rows = assign[assign["round"] == at_round]
+    if not len(rows):
+        return None
+    weights = np.zeros((mixture.shape[0], num_centers))
+    for c, k, w in zip(rows["client"].to_numpy(), rows["cluster"].to_numpy(), rows["weight"].to_numpy()):
+        if 0 <= int(k) < num_centers:
+            weights[int(c), int(k)] = float(w)
+    return -(weights.T @ mixture)
+
+
 def matching_costs(frame, at_round: int, task: str, distributions: List[str]) -> np.ndarray:
     """[centers, distributions] test-loss matrix (MSE for regression) from the metrics table."""
     metric = "mse" if task in ("regression", "reconstruction") else "loss"

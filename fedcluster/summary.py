@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from . import __version__
 from .threads import wait_policy
-from .evaluation import ari_by_true_round, convergence, matching_costs
+from .evaluation import ari_by_true_round, assignment_costs, convergence, matching_costs
 from .metrics import hungarian_match, key_metric
 
 
@@ -75,6 +75,13 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         # distribution's lowest-loss center (two distributions may share one).
         summary["matched_center"] = {d: int(match[i]) for i, d in enumerate(data.distribution_names)}
         summary["best_center"] = {d: int(np.argmin(cost[:, i])) for i, d in enumerate(data.distribution_names)}
+        # the same pairing without test data: by the clients' final weights and their true mixtures. Recorded
+        # beside the test-loss one (which the tables still use) so a run shows whether the two agree.
+        label_free = assignment_costs(assign, final, data.mixture.cpu().numpy(), cost.shape[0]) if len(assign) else None
+        if label_free is not None and label_free.shape[1] == len(data.distribution_names):
+            by_weights = hungarian_match(label_free)
+            summary["matched_center_by_assignment"] = {d: int(by_weights[i]) for i, d in enumerate(data.distribution_names)}
+            summary["center_matchings_agree"] = bool((by_weights == match).all())
     ari_frame = frame[frame["metric"] == "ari"].sort_values("round") if len(frame) else frame
     if len(ari_frame):
         summary["ari"] = float(ari_frame["value"].iloc[-1])

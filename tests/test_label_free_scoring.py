@@ -88,3 +88,21 @@ def test_the_labelled_pick_reads_the_labels_and_the_score_does_not(algorithm, op
     relabelled = dataclasses.replace(split, y=logits.argmax(-1).to(split.y.dtype))
     assert torch.equal(ifca.models_on(fed, relabelled, partner), other)
     assert changed_predictors(alg, fed, relabelled) == ["local:label_pick"]
+
+
+def test_the_label_free_center_matching_follows_the_clients_weights_not_the_test_data():
+    """evaluation.assignment_costs: center 1 carries the clients that hold distribution 0 and center 0
+    those of distribution 1, so the pairing is 1 -> theta_0, 0 -> theta_1 whatever the test losses say
+    (it reads none); a 10:90 / 90:10 mixture pairs the same way."""
+    import numpy as np
+    import pandas as pd
+    from fedcluster.evaluation import assignment_costs
+    from fedcluster.metrics import hungarian_match
+    mixture = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.1, 0.9], [0.9, 0.1]])
+    weights = [[0.0, 1.0], [0.2, 0.8], [0.9, 0.1], [0.7, 0.3], [0.25, 0.75]]
+    assign = pd.DataFrame([{"round": 3, "client": c, "cluster": k, "weight": w}
+                           for c, row in enumerate(weights) for k, w in enumerate(row)]
+                          + [{"round": 2, "client": 0, "cluster": 0, "weight": 1.0}])
+    cost = assignment_costs(assign, 3, mixture, num_centers=2)
+    assert list(hungarian_match(cost)) == [1, 0]
+    assert assignment_costs(assign, 7, mixture, num_centers=2) is None     # a round without weights
