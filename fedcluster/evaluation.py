@@ -105,10 +105,9 @@ def assignment_costs(assign, at_round: int, mixture: np.ndarray, num_centers: in
     rows = assign[assign["round"] == at_round]
     if not len(rows):
         return None
+    rows = rows[(rows["cluster"] >= 0) & (rows["cluster"] < num_centers)]
     weights = np.zeros((mixture.shape[0], num_centers))
-    for c, k, w in zip(rows["client"].to_numpy(), rows["cluster"].to_numpy(), rows["weight"].to_numpy()):
-        if 0 <= int(k) < num_centers:
-            weights[int(c), int(k)] = float(w)
+    weights[rows["client"].to_numpy(int), rows["cluster"].to_numpy(int)] = rows["weight"].to_numpy(float)
     return -(weights.T @ mixture)
 
 

@@ -11,14 +11,7 @@
 # from ${FEDCLUSTER_FMNIST:-.fmnist} or the Debian package's folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if ! "$PY" -c "import hydra, omegaconf" 2>/dev/null; then
-  WHEELS=${FEDCLUSTER_WHEELS:-.whl}
-  ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "gpu_check.sh: hydra-core is missing and no wheels in $WHEELS (run scripts/gpu_wheels.sh where pip works)"; exit 1; }
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fedcluster-site "$WHEELS"/*.whl
-  export PYTHONPATH="$PYTHONPATH:/tmp/fedcluster-site"
-fi
+source scripts/gpu_env.sh
 OUT=${OUT:-outputs/gpu_check}
 mkdir -p "$OUT"
 echo "== 1. pytest -m gpu"

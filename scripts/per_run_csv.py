@@ -8,7 +8,7 @@ import csv
 import sys
 from pathlib import Path
 
-from fedcluster.results.defaults import algorithm_defaults, reporting_only
+from fedcluster.results.defaults import non_default_settings, setting_name
 from fedcluster.results.runs import discover, show
 
 FIELDS = ["table", "partition", "K", "method", "options", "seed", "acc", "micro_acc", "macro_f1", "ari",
@@ -21,10 +21,7 @@ def pct(value):
 
 def row(run) -> dict:
     s = run.summary
-    defaults = algorithm_defaults(str(s["algorithm"]))
-    options = [f"{k[len('algorithm.'):]}={show(v)}" for k, v in sorted(run.flat.items())
-               if k.startswith("algorithm.") and not reporting_only(k) and not k.endswith("num_clusters")
-               and k in defaults and defaults[k] != v]
+    options = [f"{setting_name(k)}={show(v)}" for k, v in sorted(non_default_settings(run, s["algorithm"]).items())]
     return {"table": s.get("table"), "partition": s["partition"], "K": (s.get("config") or {}).get("num_clusters"),
             "method": s["algorithm"], "options": " ".join(options), "seed": s["seed"],
             "acc": pct((s.get("local") or {}).get("local_test_accuracy")),

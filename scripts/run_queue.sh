@@ -23,13 +23,7 @@ parallel=${4:-10}
 [[ -f $queue ]] || { echo "run_queue.sh: QUEUE=$queue is not a file" >&2; exit 2; }
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "run_queue.sh: SECONDS=$seconds is not a positive whole number" >&2; exit 2; }
 [[ $parallel =~ ^[0-9]+$ && $parallel -gt 0 ]] || { echo "run_queue.sh: PARALLEL=$parallel is not a positive whole number" >&2; exit 2; }
-PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if ! "$PY" -c "import hydra, omegaconf" 2>/dev/null; then
-  WHEELS=${FEDCLUSTER_WHEELS:-.whl}
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fedcluster-site "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH="$PYTHONPATH:/tmp/fedcluster-site"
-fi
+source scripts/gpu_env.sh
 FMNIST=${FEDCLUSTER_FMNIST:-.fmnist}
 if [[ -e $FMNIST/train-images-idx3-ubyte.gz && ! -e data/FashionMNIST/raw/train-images-idx3-ubyte.gz ]]; then
   mkdir -p data/FashionMNIST/raw && cp "$FMNIST"/*.gz data/FashionMNIST/raw/

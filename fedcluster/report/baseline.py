@@ -9,7 +9,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from ..results.compare import Difference, difference, significantly_best
-from ..results.defaults import algorithm_defaults, reporting_only
+from ..results.defaults import algorithm_defaults, reporting_only, setting_name
 from ..results.runs import ABSENT, Cell, ReportError, show
 
 # (column, value from a run's summary, higher is better, shown scale)
@@ -51,7 +51,7 @@ def _label(pairs) -> str:
 
 def _method_label(cell: Cell) -> str:
     name = show(cell.value("algorithm.name"))
-    options = [(k[len("algorithm."):], v) for k, v in _algorithm_keys(cell) if k != "algorithm.name" and v is not ABSENT]
+    options = [(setting_name(k), v) for k, v in _algorithm_keys(cell) if k != "algorithm.name" and v is not ABSENT]
     return name + (f" ({_label(options)})" if options else "")
 
 

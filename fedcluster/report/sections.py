@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import tables
 from ..results.cells import to_csv_frame
+from ..results.defaults import setting_name
 from ..results.runs import ABSENT, Cell, Run, make_cells, matches, show, split_by, varying_keys
 from .preset_data import data_mismatches
 
@@ -164,8 +165,7 @@ def _line_label(cell: Cell, keys: List[str]) -> str:
             continue
         if k.startswith("algorithm.") and k.endswith("num_clusters") and "num_clusters" in keys:
             continue                  # the algorithm's K follows the run's num_clusters, named once
-        name = k[len("algorithm."):] if k.startswith("algorithm.") else k
-        parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{name}={show(cell.value(k))}")
+        parts.append(show(cell.value(k)) if k == "algorithm.name" else f"{setting_name(k)}={show(cell.value(k))}")
     return ", ".join(parts) or show(cell.value("algorithm.name"))
 
 def figure_panels(sections: List[Section], curve=None):

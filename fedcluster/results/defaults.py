@@ -3,6 +3,8 @@ algorithm settings with, to tell a method's default configuration from its sensi
 from functools import lru_cache
 from typing import Dict
 
+from .runs import ABSENT
+
 # Settings that change what a run reports, never its training or the model that scores a client
 # (IFCA's test-label pick, reported in its own column): not a configuration of their own.
 REPORTING_ONLY = ("report_label_pick",)
@@ -28,6 +30,19 @@ def algorithm_defaults(name: str) -> Dict[str, object]:
             flat[prefix] = value
     walk("algorithm", node)
     return flat
+
+
+def setting_name(key: str) -> str:
+    """An algorithm setting by its own name, where the method is already named: 'algorithm.init' -> 'init'."""
+    return key[len("algorithm."):] if key.startswith("algorithm.") else key
+
+
+def non_default_settings(item, method: str) -> Dict[str, object]:
+    """{dotted key: value} of `item`'s (a Run's or a Cell's) algorithm settings that differ from
+    `method`'s defaults, leaving out K (it follows the run's num_clusters) and reporting-only ones."""
+    return {k: item.value(k) for k, d in algorithm_defaults(str(method)).items()
+            if k != "algorithm.name" and not k.endswith("num_clusters") and not reporting_only(k)
+            and item.value(k) is not ABSENT and item.value(k) != d}
 
 
 def reporting_only(key: str) -> bool:

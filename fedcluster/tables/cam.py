@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence
 import pandas as pd
 
 from ..results.cells import DASH, Reported, Stat
-from ..results.defaults import algorithm_defaults, reporting_only
+from ..results.defaults import non_default_settings, setting_name
 from ..results.runs import ABSENT, Cell, ReportError, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 from .paper_numbers import number, reported
@@ -61,7 +61,7 @@ def _labels_apart(cells: Sequence[Cell], keys: Sequence[str]) -> List[str]:
     if len(cells) < 2:
         return [""] * len(cells)
     differing = [k for k in keys if len({c.value(k) for c in cells}) > 1]
-    return ["(" + ", ".join(f"{_short(k)}={show(c.value(k))}" for k in differing if c.value(k) is not ABSENT) + ")"
+    return ["(" + ", ".join(f"{setting_name(k)}={show(c.value(k))}" for k in differing if c.value(k) is not ABSENT) + ")"
             for c in cells]
 
 
@@ -79,22 +79,14 @@ def _config_labels(cells: Sequence[Cell]) -> Dict[int, str]:
         by_method.setdefault((_cluster_count(c), c.value("algorithm.name")), {}).setdefault(config_of(c), c)
     label_of: Dict[tuple, str] = {}
     for (k_count, method), configs in by_method.items():
-        defaults = algorithm_defaults(str(method))
         keys = [k for k, _ in next(iter(configs))]
         differing = {k for k in keys if len({c.value(k) for c in configs.values()}) > 1}
         for config, cell in configs.items():
             named = {k: v for k, v in config if k in differing and v is not ABSENT}
-            named.update({k: cell.value(k) for k, d in defaults.items()
-                          if k not in K_KEYS and not reporting_only(k) and k != "algorithm.name"
-                          and cell.value(k) is not ABSENT and cell.value(k) != d})
+            named.update(non_default_settings(cell, method))
             label_of[(k_count, method, config)] = (
-                "(" + ", ".join(f"{_short(k)}={show(named[k])}" for k in sorted(named)) + ")" if named else "")
+                "(" + ", ".join(f"{setting_name(k)}={show(named[k])}" for k in sorted(named)) + ")" if named else "")
     return {id(c): label_of[(_cluster_count(c), c.value("algorithm.name"), config_of(c))] for c in cells}
-
-
-def _short(key: str) -> str:
-    """An algorithm setting by its own name (the row already names the method): 'algorithm.init' -> 'init'."""
-    return key[len("algorithm."):] if key.startswith("algorithm.") else key
 
 def _merge_k_free(cells: Sequence[Cell]):
     """FedAvg/FedProx rows: a K sweep runs them once per K although they ignore K. Cells of one
