@@ -94,7 +94,8 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
         axes[0][0].set_ylabel(f"test {key}" + (" (log scale)" if key == "mse" else ""))
         axes[0][0].legend(fontsize=8)
         save(fig, out / "centers.png")
-    matched = summary.get("matched_center")
+    from .tables.common import center_pairing
+    matched = center_pairing(summary)[0]
     if len(assign) and matched:
         mixture = np.round(data.mixture.cpu().numpy(), 6)
         groups = {}
@@ -116,7 +117,7 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
                 ax.plot(g.index + 1, g.values, label=f"clients {name}")
                 if not isinstance(label, str):
                     ax.axhline(label[di], ls=":", color=ax.lines[-1].get_color(), label=f"true share, clients {name}")
-            ax.set_title(f"center {c} (matched to {d})", fontsize=9)
+            ax.set_title(f"center {c} (paired with {d})", fontsize=9)
             round_axis(ax)
             ax.set_ylim(-0.02, 1.02)
         axes[0][0].set_ylabel("mean importance weight")
@@ -223,13 +224,14 @@ def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -
 
 
 def final_first_cluster_weights(run_dir: Path) -> pd.Series:
-    """FedSoft Figure 2's y values: each client's final weight on the center matched to the first
-    distribution ("the first cluster"), indexed by client. Weights are FedSoft's u, FedEM's pi,
+    """FedSoft Figure 2's y values: each client's final weight on the center paired with the first
+    distribution ("the first cluster"; tables.common.center_pairing), indexed by client. Weights are FedSoft's u, FedEM's pi,
     IFCA's one-hot assignment (assignments.csv)."""
     import json
     run_dir = Path(run_dir)
     s = json.loads((run_dir / "summary.json").read_text())
-    first = s["matched_center"][s["distributions"][0]]
+    from .tables.common import center_pairing
+    first = center_pairing(s)[0][s["distributions"][0]]
     a = pd.read_csv(run_dir / "assignments.csv")
     last = a[a["round"] == a["round"].max()]
     return last[last["cluster"] == first].set_index("client")["weight"].sort_index()

@@ -75,8 +75,9 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         # distribution's lowest-loss center (two distributions may share one).
         summary["matched_center"] = {d: int(match[i]) for i, d in enumerate(data.distribution_names)}
         summary["best_center"] = {d: int(np.argmin(cost[:, i])) for i, d in enumerate(data.distribution_names)}
-        # the same pairing without test data: by the clients' final weights and their true mixtures. Recorded
-        # beside the test-loss one (which the tables still use) so a run shows whether the two agree.
+        # the same pairing without test data: by the clients' final weights and their true mixtures. The tables
+        # and importance_error use this one where a run has it (tables/common.py center_pairing); the test-loss
+        # one stays recorded beside it, with whether the two agree.
         label_free = assignment_costs(assign, final, data.mixture.cpu().numpy(), cost.shape[0]) if len(assign) else None
         if label_free is not None and label_free.shape[1] == len(data.distribution_names):
             by_weights = hungarian_match(label_free)
@@ -88,7 +89,8 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         summary["ari_by_round"] = ari_by_true_round(ari_frame, int(cfg.rounds))
         summary.update(convergence(summary["ari_by_round"]))
     if len(assign) and len(centers):
-        summary["importance_error"] = importance_error(assign, final, data, summary["matched_center"])
+        pairing = summary.get("matched_center_by_assignment", summary["matched_center"])
+        summary["importance_error"] = importance_error(assign, final, data, pairing)
     return summary
 
 

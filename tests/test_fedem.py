@@ -128,8 +128,13 @@ def test_fedsoft_table2_preset_and_report_on_fake_fmnist(tmp_path):
     assert frame.loc[frame["method"] == "fedem_top", "w-bar % held-out local test mean"].item() == pytest.approx(100 * top)
     paper = "paper letters w-bar (training data)"   # the protocol gap is its own column in the CSV
     assert frame.loc[frame["method"] == "fedsoft", paper].item() == 90.9 and frame["paper protocol differs"].all()
-    assert frame["c*(rot0) % (center) mean"].between(0, 100).all() and (frame["c*(rot0) % (center) n"] == 1).all()
-    assert frame["c*(rot0) % (center) note"].astype(str).str.match(r"^[01]$").all()   # the best center's index
+    best = "c*(rot0) % best by test accuracy (center)"   # the paper's rule, labelled as reading test labels
+    assert frame[f"{best} mean"].between(0, 100).all() and (frame[f"{best} n"] == 1).all()
+    assert frame[f"{best} note"].astype(str).str.match(r"^[01]$").all()   # the best center's index
+    paired = "c(rot0) % paired (center)"   # the center paired with rot0 by the clients' weights, no test data
+    assert frame[f"{paired} mean"].between(0, 100).all() and frame[f"{paired} note"].astype(str).str.match(r"^[01]$").all()
+    assert (frame[f"{paired} mean"] <= frame[f"{best} mean"] + 1e-9).all()   # the best by test accuracy bounds it
+    assert "reads d's test labels" in text and "paired with distributions by test loss" not in text
     # Figure 2: final weight on the first cluster per client; IFCA's weights are one-hot
     from fedcluster.plots import final_first_cluster_weights, write_first_cluster_weights
     runs = [(a, final_first_cluster_weights(tmp_path / "sweep" / f"{i}_{a}")) for i, a in enumerate(methods)]

@@ -106,3 +106,34 @@ def test_the_label_free_center_matching_follows_the_clients_weights_not_the_test
     cost = assignment_costs(assign, 3, mixture, num_centers=2)
     assert list(hungarian_match(cost)) == [1, 0]
     assert assignment_costs(assign, 7, mixture, num_centers=2) is None     # a round without weights
+
+
+def _center_runs(tmp_path, by_assignment):
+    """Two FedSoft Table 1 runs whose test-loss pairing (matched_center) is the identity and whose
+    weight pairing (matched_center_by_assignment) is the swap, or absent."""
+    from test_report import make_run
+    preset = {"table": "fedsoft_table1_synthetic",
+              "algorithm": {"_target_": "fedcluster.algorithms.FedSoft", "name": "fedsoft", "lam": 1.0}}
+    extra = {"centers": {"mse": {"theta_0": [1.0, 9.0], "theta_1": [8.0, 2.0]}},
+             "matched_center": {"theta_0": 0, "theta_1": 1}}
+    if by_assignment:
+        extra["matched_center_by_assignment"] = {"theta_0": 1, "theta_1": 0}
+    for seed in (0, 1):
+        make_run(tmp_path / f"s{seed}", seed, preset, summary=extra)
+
+
+@pytest.mark.parametrize("by_assignment", [True, False])
+def test_center_tables_pair_centers_by_the_clients_weights_not_by_test_loss(tmp_path, by_assignment):
+    """FedSoft's center tables show in column c(theta_j) the center the clients' weights pair with
+    theta_j, even where another center has the lower test loss; a run without that pairing falls
+    back to test loss, and the table says so."""
+    import pandas as pd
+    from fedcluster.report import build_report
+    _center_runs(tmp_path, by_assignment)
+    text = build_report(tmp_path)
+    frame = pd.read_csv(tmp_path / "report_fedsoft_table1_synthetic.csv")
+    on_theta_0 = frame[frame["test"] == "theta_0"]
+    expected = 9.0 if by_assignment else 1.0   # theta_0's test MSE on center 1 (weights) or 0 (test loss)
+    assert on_theta_0["ours c(theta_0) mean"].item() == expected
+    note = "Centers of 2 of 2 runs are paired with distributions by test loss"
+    assert (note in text) is (not by_assignment)

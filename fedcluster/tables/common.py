@@ -6,9 +6,10 @@ clove.py); tables/__init__.py is the registry.
 Each table function takes the cells of one (sub-)table (runs that differ only in seed, see
 results/runs.py) and lays them out by the config keys it `consumes`; every other key that varies
 has already split the runs into separate sub-tables, so no row ever averages runs of different
-configurations. Centers are relabelled per run with the Hungarian matching on test loss
-(`matched_center`), so column c(theta_j) is the center that serves distribution j; raw indices
-stay in summary.json."""
+configurations. Centers are relabelled per run so that column c(theta_j) is the center paired with
+distribution j: by the clients' final weights and true mixtures (`matched_center_by_assignment`,
+no test data), or, for a run that did not record that pairing, by test loss (`matched_center`,
+which reads test labels; the table then says so in a note). Raw indices stay in summary.json."""
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -137,14 +138,34 @@ def index_cells(cells: Sequence[Cell], keyfunc: Callable[[Cell], tuple]) -> Dict
 def local_metric(summary: dict, key: str):
     return (summary.get("local") or {}).get(key)
 
+def center_pairing(summary: dict) -> Tuple[Dict[str, int], bool]:
+    """({distribution: center}, label_free). The pairing that reads no test data (Hungarian on the
+    clients' final weights times their true mixtures, evaluation.assignment_costs) where the run
+    recorded it; else the test-loss pairing, which lets test labels decide which center a column
+    shows (runs before 2026-11-26, or a method whose clients carry no weights)."""
+    if summary.get("matched_center_by_assignment"):
+        return summary["matched_center_by_assignment"], True
+    return summary.get("matched_center") or {}, False
+
+def pairing_notes(summaries: Sequence[dict]) -> List[str]:
+    """A table note for runs whose centers were paired with distributions by test loss."""
+    by_loss = sum(1 for s in summaries if "centers" in s and not center_pairing(s)[1])
+    if not by_loss:
+        return []
+    return [f"Centers of {by_loss} of {len(summaries)} runs are paired with distributions by test loss, which "
+            "reads test labels: those runs recorded no label-free pairing (matched_center_by_assignment: runs "
+            "before 2026-11-26, or a method whose clients carry no weights). The other runs are paired by the "
+            "clients' final weights and true mixtures."]
+
 def matched_matrix(summary: dict, metric: str) -> np.ndarray:
-    """[distribution, distribution]: row d = test distribution, column j = the center matched
-    to distribution j (NaN where no center was matched)."""
+    """[distribution, distribution]: row d = test distribution, column j = the center paired
+    with distribution j (center_pairing; NaN where no center was paired)."""
     names = summary["distributions"]
     raw = np.array([summary["centers"][metric][d] for d in names], dtype=float)   # [D, K]
     out = np.full((len(names), len(names)), np.nan)
+    pairing = center_pairing(summary)[0]
     for j, d in enumerate(names):
-        c = summary.get("matched_center", {}).get(d, -1)
+        c = pairing.get(d, -1)
         if c is not None and 0 <= c < raw.shape[1]:
             out[:, j] = raw[:, c]
     return out
@@ -311,6 +332,7 @@ def table_generic(cells, ctx) -> Table:
         rows.append(row)
     same = [f"{k}={show(cells[0].value(k))}" for k in CONTEXT_KEYS if k not in ctx.varying and cells]
     notes = [f"Same in every row: {', '.join(same)}."] if same else []
+    notes += pairing_notes([s for cell in cells for s in cell.summaries])
     return Table(pd.DataFrame(rows).fillna(""), notes)
 
 
