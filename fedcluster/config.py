@@ -91,6 +91,7 @@ def algorithm_classes() -> list:
     return sorted(found, key=lambda c: (c.__module__, c.__name__))
 
 
+_REGISTERED: Optional[dict] = None   # the classes register_schemas last stored, per group
 _UNIQUE = secrets.token_hex(2)   # this process's run-directory suffix: two starts in one second never share one
 
 
@@ -152,15 +153,24 @@ def register_schemas() -> None:
     (plugins.py) are imported first, so their classes get schemas too."""
     from . import plugins
     from .errors import ConfigError
+    global _REGISTERED
     register_resolvers()
     plugins.load()
     cs = ConfigStore.instance()
+    by_group = {group: tuple(dict.fromkeys(list(classes or algorithm_classes()) + plugins.options(group)))
+                for group, classes in OPTIONS.items()}
+    # Building a schema costs more than a composition's own work: skip it where this process has already
+    # stored these very classes (a new Algorithm subclass or plugin class changes the key; nothing in
+    # fedcluster removes entries from Hydra's ConfigStore, and its presence is checked too).
+    if _REGISTERED == by_group and "schema_config.yaml" in cs.repo:
+        return
     cs.store(name="schema_config", node=Config)
-    for group, classes in OPTIONS.items():
+    for group, classes in by_group.items():
         seen = {}
-        for cls in dict.fromkeys(list(classes or algorithm_classes()) + plugins.options(group)):
+        for cls in classes:
             other = seen.setdefault(cls.__name__, cls)
             if other is not cls:
                 raise ConfigError(f"two {group} classes are named {cls.__name__} ({other.__module__} and "
                                   f"{cls.__module__}); schemas/{group}/<ClassName> must be unique: rename one")
             cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group not in UNNAMED))
+    _REGISTERED = by_group

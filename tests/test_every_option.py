@@ -51,7 +51,7 @@ def data_root(tmp_path_factory) -> Path:
         write_mnist_like(root / folder / "raw", n_train=3000, n_test=600)
     write_mnist_like(root / "EMNIST" / "raw", prefix="emnist-byclass-", classes=62, n_train=4000, n_test=1200,
                      test_word="test")
-    write_cifar10(root, per_batch=240, n_test=400)
+    write_cifar10(root, per_batch=80, n_test=100)   # CIFAR CNN evaluations dominate these runs: keep the files small
     write_ag_news(root, n_train=1200, n_test=400)
     write_amazon(root, per_side=120)
     return root

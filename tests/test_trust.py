@@ -114,7 +114,7 @@ def test_paused_owner_keeps_its_directory_and_nothing_mixes(tmp_path):
     assert seeds_in(out) == {"config": 0, "summary": 0, "metrics": [0]}
 
 
-@pytest.mark.parametrize("trial", [0, 1])
+@pytest.mark.parametrize("trial", [0, pytest.param(1, marks=pytest.mark.slow)])   # a second try at the race: slow
 def test_processes_started_together_have_exactly_one_owner(tmp_path, trial):
     """Four processes of one config and two of another, started together on one directory:
     exactly one runs it; each other is refused in one line or finds the finished run; the
