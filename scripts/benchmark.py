@@ -36,7 +36,7 @@ the load machinery: a CI test runs it, so a workload that stops composing or run
 
 Usage:
   python scripts/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda] [--load 2]
-  python scripts/benchmark.py --smoke --load 1 --data-root DIR     # what CI runs, on fake data
+  python scripts/benchmark.py --smoke --data-root DIR     # what CI runs, on fake data (and --load 1 on b,d)
   python scripts/benchmark.py --only b,c --src ../old-checkout      # another checkout's fedcluster
   python scripts/benchmark.py --markdown docs/results/perf/benchmark.jsonl   # README's tables from JSON
 Each workload prints (with --json, one JSON object per line) seconds per round of fedcluster and
