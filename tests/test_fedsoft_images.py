@@ -115,6 +115,9 @@ def test_letters_presets_run_on_fake_emnist(tmp_path):
     paper = "paper letters c_0 / c_1 %"   # the protocol gap is its own column in the CSV
     assert frame["paper protocol differs"].all()
     assert frame.loc[(frame["lambda"] == 0.1) & (frame["test"] == "lower_rot0"), paper].item() == "71.8 / 71.7"
+    centers = frame[frame["test"].isin(["lower_rot0", "upper_rot0"])]   # paired without test data; best by test accuracy
+    assert (centers["ours paired center % mean"] <= centers["ours best center % (by test accuracy) mean"] + 1e-9).all()
+    assert frame.loc[frame["test"].str.startswith("w-bar"), "ours w-bar % mean"].between(0, 100).all()
 
 
 def test_cifar_preset_runs_with_augmentation_on_fake_cifar(tmp_path):

@@ -270,9 +270,9 @@ def table_fedsoft_table5(cells, ctx) -> Table:
                 row[col] = " / ".join(f"{v}" for v in p["centers"][d])
             rows.append(row)
         rows.append({"lambda": lam_value, "test": "w-bar, held-out local test", "seeds": n,
-                     "ours paired center %": Stat.pct(local_metric(s, "local_test_accuracy") for s in rs)})
+                     "ours w-bar %": Stat.pct(local_metric(s, "local_test_accuracy") for s in rs)})
         rows.append({"lambda": lam_value, "test": "w-bar, training data (as the paper)", "seeds": n,
-                     "ours paired center %": Stat.pct(local_metric(s, "local_train_accuracy") for s in rs),
+                     "ours w-bar %": Stat.pct(local_metric(s, "local_train_accuracy") for s in rs),
                      col: f"{p['local_train']}" if p else ""})
     return Table(pd.DataFrame(rows).fillna(""), pairing_notes(summaries_of(cells)))
 
