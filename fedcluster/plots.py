@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .io import save_figure  # noqa: E402
+from .pairing import center_pairing  # noqa: E402
 
 DPI = 200
 
@@ -94,7 +95,6 @@ def write_run_figures(out: Path, metrics: pd.DataFrame, assign: pd.DataFrame, da
         axes[0][0].set_ylabel(f"test {key}" + (" (log scale)" if key == "mse" else ""))
         axes[0][0].legend(fontsize=8)
         save(fig, out / "centers.png")
-    from .tables.common import center_pairing
     matched = center_pairing(summary)[0]
     if len(assign) and matched:
         mixture = np.round(data.mixture.cpu().numpy(), 6)
@@ -225,12 +225,11 @@ def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -
 
 def final_first_cluster_weights(run_dir: Path) -> pd.Series:
     """FedSoft Figure 2's y values: each client's final weight on the center paired with the first
-    distribution ("the first cluster"; tables.common.center_pairing), indexed by client. Weights are FedSoft's u, FedEM's pi,
+    distribution ("the first cluster"; pairing.center_pairing), indexed by client. Weights are FedSoft's u, FedEM's pi,
     IFCA's one-hot assignment (assignments.csv)."""
     import json
     run_dir = Path(run_dir)
     s = json.loads((run_dir / "summary.json").read_text())
-    from .tables.common import center_pairing
     first = center_pairing(s)[0][s["distributions"][0]]
     a = pd.read_csv(run_dir / "assignments.csv")
     last = a[a["round"] == a["round"].max()]

@@ -12,6 +12,7 @@ from . import __version__
 from .threads import wait_policy
 from .evaluation import ari_by_true_round, assignment_costs, convergence, matching_costs
 from .metrics import hungarian_match, key_metric
+from .pairing import center_pairing
 
 
 def mean_over_clients(rows: pd.DataFrame) -> dict:
@@ -76,7 +77,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         summary["matched_center"] = {d: int(match[i]) for i, d in enumerate(data.distribution_names)}
         summary["best_center"] = {d: int(np.argmin(cost[:, i])) for i, d in enumerate(data.distribution_names)}
         # the same pairing without test data: by the clients' final weights and their true mixtures. The tables
-        # and importance_error use this one where a run has it (tables/common.py center_pairing); the test-loss
+        # and importance_error use this one where a run has it (pairing.center_pairing); the test-loss
         # one stays recorded beside it, with whether the two agree.
         label_free = assignment_costs(assign, final, data.mixture.cpu().numpy(), cost.shape[0]) if len(assign) else None
         if label_free is not None and label_free.shape[1] == len(data.distribution_names):
@@ -89,8 +90,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         summary["ari_by_round"] = ari_by_true_round(ari_frame, int(cfg.rounds))
         summary.update(convergence(summary["ari_by_round"]))
     if len(assign) and len(centers):
-        pairing = summary.get("matched_center_by_assignment", summary["matched_center"])
-        summary["importance_error"] = importance_error(assign, final, data, pairing)
+        summary["importance_error"] = importance_error(assign, final, data, center_pairing(summary)[0])
     return summary
 
 

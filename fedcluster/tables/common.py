@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import hungarian_match
+from ..pairing import center_pairing
 from ..results.cells import Reported, Stat, Verdict
 from ..results.runs import ABSENT, Cell, ReportError, Run, show
 
@@ -138,15 +139,6 @@ def index_cells(cells: Sequence[Cell], keyfunc: Callable[[Cell], tuple]) -> Dict
 def local_metric(summary: dict, key: str):
     return (summary.get("local") or {}).get(key)
 
-def center_pairing(summary: dict) -> Tuple[Dict[str, int], bool]:
-    """({distribution: center}, label_free). The pairing that reads no test data (Hungarian on the
-    clients' final weights times their true mixtures, evaluation.assignment_costs) where the run
-    recorded it; else the test-loss pairing, which lets test labels decide which center a column
-    shows (runs before 2026-11-26, or a method whose clients carry no weights)."""
-    if summary.get("matched_center_by_assignment"):
-        return summary["matched_center_by_assignment"], True
-    return summary.get("matched_center") or {}, False
-
 def pairing_notes(summaries: Sequence[dict]) -> List[str]:
     """A table note for runs whose centers were paired with distributions by test loss."""
     by_loss = sum(1 for s in summaries if "centers" in s and not center_pairing(s)[1])
@@ -214,7 +206,7 @@ def first_round_stat(summaries: Sequence[dict]) -> Stat:
 
 def ari_at_rounds(cells: Sequence[Cell], rows: List[dict], picks=(1, 2, 3, 5, 10, 20, 30)) -> None:
     """Add `ARI r<t>` (true 1-based round t) to each cell's row, for the rounds some run has."""
-    longest = max((len(ari_curve(s)) for c in cells for s in c.summaries), default=0)
+    longest = max((len(ari_curve(s)) for s in summaries_of(cells)), default=0)
     for cell, row in zip(cells, rows):
         curves = [ari_curve(s) for s in cell.summaries]
         for t in picks:
@@ -274,6 +266,9 @@ def unique(items) -> list:
 def runs_of(cells: Sequence[Cell]) -> List[Run]:
     return [r for c in cells for r in c.runs]
 
+def summaries_of(cells: Sequence[Cell]) -> List[dict]:
+    return [s for c in cells for s in c.summaries]
+
 @dataclass(frozen=True)
 class Spec:
     """A table: its title, its function, and the config keys it lays out (shell patterns).
@@ -332,7 +327,7 @@ def table_generic(cells, ctx) -> Table:
         rows.append(row)
     same = [f"{k}={show(cells[0].value(k))}" for k in CONTEXT_KEYS if k not in ctx.varying and cells]
     notes = [f"Same in every row: {', '.join(same)}."] if same else []
-    notes += pairing_notes([s for cell in cells for s in cell.summaries])
+    notes += pairing_notes(summaries_of(cells))
     return Table(pd.DataFrame(rows).fillna(""), notes)
 
 

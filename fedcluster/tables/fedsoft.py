@@ -9,8 +9,9 @@ import pandas as pd
 
 from ..results.cells import DASH, Reported, Stat
 from ..results.runs import Cell, Run, sort_key
-from .common import (Identity, Protocol, Spec, Table, center_pairing, local_metric, runs_of, index_cells, matched_matrix,
-                     pairing_notes, paper_label, paper_matched, protocol_gaps)
+from ..pairing import center_pairing
+from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, pairing_notes,
+                     paper_label, paper_matched, protocol_gaps, summaries_of)
 from .paper_numbers import by_setting, matrix, reported
 
 
@@ -165,9 +166,6 @@ def table_fedsoft_table3(cells, ctx) -> Table:
         rows.append({"test": "ARI (dominant distribution)", "seeds": n,
                      "ours paired center": Stat.of(s.get("ari") for s in rs)})
     return Table(pd.DataFrame(rows).fillna(""), pairing_notes(summaries_of(cells)))
-
-def summaries_of(cells) -> List[dict]:
-    return [s for cell in cells for s in cell.summaries]
 
 def _best_center(summary: dict, d: str) -> Tuple[float, int]:
     """(accuracy of the center best on distribution d, its index): FedSoft Table 2's c*_d. The
