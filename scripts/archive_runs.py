@@ -65,6 +65,9 @@ def archive_one(run_path: Path, summary: dict, target: Path) -> str:
         problem = finished_run_problem(tmp, summary)
         if problem is not None:
             raise ArchiveError(f"{run_path}: the copy does not match its seal ({problem}); nothing archived")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)   # mkdtemp's folder is private; the archived run reads like any folder
         os.rename(tmp, target)
     finally:
         if tmp.exists():

@@ -107,3 +107,13 @@ def test_no_best_mark_where_the_difference_is_not_significant(tmp_path):
     out = tmp_path / "lb.md"
     leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")])
     assert "▲" not in out.read_text().split("## Missing")[0].split("'▲'")[1]
+
+
+def test_the_committed_page_is_made_from_the_committed_runs():
+    """docs/leaderboard.md is `scripts/leaderboard.py docs/results/leaderboard_runs` of the runs committed
+    there (scripts/archive_runs.py), so the page cannot drift from them; each run's seal holds."""
+    archive = ROOT / "docs" / "results" / "leaderboard_runs"
+    table, found = leaderboard.collect(archive)
+    assert found.runs and not found.skipped
+    page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive))
+    assert page == (ROOT / "docs" / "leaderboard.md").read_text()
