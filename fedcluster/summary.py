@@ -13,6 +13,7 @@ from .threads import wait_policy
 from .evaluation import ari_by_true_round, assignment_costs, convergence, matching_costs
 from .metrics import hungarian_match, key_metric
 from .pairing import center_pairing
+from .provenance import source_revision
 
 
 def mean_over_clients(rows: pd.DataFrame) -> dict:
@@ -52,8 +53,8 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
                       for g in ("dataset", "partition", "model", "algorithm", "train")},
                    "num_clusters": cfg.get("num_clusters"), "warmup_rounds": cfg.get("warmup_rounds")},
-        "versions": {"fedcluster": __version__, "torch": torch.__version__, "python": platform.python_version(),
-                     "numpy": np.__version__},
+        "versions": {"fedcluster": __version__, "revision": source_revision(), "torch": torch.__version__,
+                     "python": platform.python_version(), "numpy": np.__version__},
     }
     summary["local"] = mean_over_clients(at[at["model"] == "local"])
     split_sizes = {"local_test": data.local_test.n.cpu().numpy(), "local_train": data.train.n.cpu().numpy()}
@@ -120,4 +121,4 @@ def diverged_summary(cfg, fed, error: str, t: int) -> dict:
     return {"status": "diverged", "error": error, "diverged_in_round": t,
             "algorithm": cfg.algorithm.name, "dataset": cfg.dataset.name, "partition": cfg.partition.name,
             "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "num_clients": fed.num_clients,
-            "versions": {"fedcluster": __version__, "torch": torch.__version__}}
+            "versions": {"fedcluster": __version__, "revision": source_revision(), "torch": torch.__version__}}

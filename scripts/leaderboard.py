@@ -127,6 +127,20 @@ def time_section(table: dict, plan: dict) -> list:
     return out + [""]
 
 
+def revision_section(table: dict) -> list:
+    """Which code made the runs (summary.json's versions.revision): a sweep that spans many sessions
+    gathers runs of several commits, and a reader should see that, and how many runs each made."""
+    count = {}
+    for col in table.values():
+        for seeds in col.values():
+            for x in seeds.values():
+                rev = (x.get("versions") or {}).get("revision") or "not recorded"
+                count[rev] = count.get(rev, 0) + 1
+    listed = ", ".join(f"{rev} ({n} runs)" for rev, n in sorted(count.items()))
+    return [f"Code the runs were made with (git revision of fedcluster's checkout; 'not recorded' for runs "
+            f"before revisions were recorded, 2026-11-26): {listed}.", ""]
+
+
 def interval(values, scale):
     """(mean, 95 % half-width), both times `scale`."""
     mean, half = mean_interval(values)
@@ -182,6 +196,7 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None) -> st
             if any_value:
                 out.append(f"| {m} | " + " | ".join(cells) + " |")
         out.append("")
+    out += revision_section(table)
     missing = missing_cells(table, plan or {})
     if figure:
         out += [f"![accuracy by setting]({figure})", ""]

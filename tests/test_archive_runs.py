@@ -59,3 +59,31 @@ def test_a_different_run_at_an_archived_path_is_refused_and_kept(small_cfg, tmp_
     assert (dest / "job" / "summary.json").read_bytes() == kept
     assert archive_runs.main([str(sweep), str(sweep / "inside")]) == 2   # an archive inside the sweep is refused
     assert "inside the sweep directory" in capsys.readouterr().err
+
+
+def test_a_run_records_the_code_revision_it_was_made_with(small_cfg, tmp_path):
+    """summary.json's versions.revision is this checkout's commit (with '+changes' when tracked files
+    differ), so runs gathered across sessions say which code made them; no git checkout: null."""
+    import subprocess
+    from fedcluster import provenance
+    summary = run(small_cfg(algorithm="ifca"), tmp_path / "run")
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode:   # not a git checkout (an unpacked source tree): nothing to record
+        assert summary["versions"]["revision"] is None
+        return
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    assert summary["versions"]["revision"] == head.stdout.strip() + ("+changes" if dirty else "")
+    provenance.source_revision.cache_clear()
+    try:   # a copy of the package inside some other repository's virtual environment records none
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"],
+                       cwd=tmp_path, check=True)
+        copy = tmp_path / ".venv" / "site-packages" / "fedcluster"
+        shutil.copytree(ROOT / "fedcluster", copy)
+        spec = importlib.util.spec_from_file_location("provenance_copy", copy / "provenance.py")
+        moved = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(moved)
+        assert moved.source_revision() is None
+    finally:
+        provenance.source_revision.cache_clear()
