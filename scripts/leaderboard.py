@@ -225,7 +225,7 @@ def draw(table: dict, path: Path) -> None:
                 xs.append(j - 0.4 + (i + 0.5) * width)
                 ys.append(mean)
                 es.append(0 if math.isnan(half) else half)
-        ax.errorbar(xs, ys, yerr=es, fmt="o", ms=4, capsize=2, color=cmap(i % 20), label=m)
+        ax.errorbar(xs, ys, yerr=es, fmt="osD^v"[i % 5], ms=4, capsize=2, color=cmap(i % 20), label=m)
     ax.set_xlim(-0.5, len(settings) - 0.5)
     ax.set_xticks(range(len(settings)))
     ax.set_xticklabels(settings, rotation=30, ha="right", fontsize=8)
@@ -235,7 +235,7 @@ def draw(table: dict, path: Path) -> None:
     ax.legend(fontsize=7, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")   # rotated setting names stay inside the image
     plt.close(fig)
 
 
