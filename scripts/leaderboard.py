@@ -95,8 +95,8 @@ def missing_cells(table: dict, plan: dict) -> list:
 
 
 def time_section(table: dict, plan: dict) -> list:
-    """The finished runs' wall time, and the rest estimated from the median run time of their setting
-    (the median, because a run paused for other work, or sharing the cores with more jobs, keeps
+    """The finished runs' wall time, and the rest estimated from the median run time of their setting, or of
+    their data set's runs for a setting not started (the median, because a run paused for other work, or sharing the cores with more jobs, keeps
     that time in its wall time)."""
     walls = {s: [x.get("wall_time_s") for seeds in col.values() for x in seeds.values() if x.get("wall_time_s")]
              for s, col in table.items()}
@@ -119,11 +119,14 @@ def time_section(table: dict, plan: dict) -> list:
         rest = 0.0
         for pair, methods in plan.items():
             s = by_pair.get(pair)
-            typical = statistics.median(walls[s]) if s and walls.get(s) else overall
+            same_data = [w for t, ws in walls.items() if t.split("/")[0] == pair[0] for w in ws]
+            typical = (statistics.median(walls[s]) if s and walls.get(s)
+                       else statistics.median(same_data) if same_data else overall)
             finished = sum(len(table.get(s, {}).get(m, {})) for m in methods) if s else 0
             rest += typical * max(sum(len(v) for v in methods.values()) - finished, 0)
         out.append(f"The {planned - done} planned runs not finished would take about {rest / 3600:.0f} run-hours more "
-                   "(an estimate: each setting's median run time so far, the overall median where a setting has none).")
+                   "(an estimate: each setting's median run time so far; for a setting not started, the median of its "
+                   "data set's runs, else of all runs).")
     return out + [""]
 
 
