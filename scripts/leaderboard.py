@@ -69,11 +69,18 @@ def read_plan(root: Path) -> dict:
     return plan
 
 
+def each_run(table: dict):
+    """(setting, summary) for every run of the table."""
+    for setting, col in table.items():
+        for seeds in col.values():
+            for summary in seeds.values():
+                yield setting, summary
+
+
 def setting_by_pair(table: dict) -> dict:
     """{(dataset, partition): the table's setting name} for the settings that have runs (the plan
     names a setting by its data set and partition; the table adds K)."""
-    return {(x.get("dataset"), x.get("partition")): s for s, col in table.items()
-            for seeds in col.values() for x in seeds.values()}
+    return {(x.get("dataset"), x.get("partition")): s for s, x in each_run(table)}
 
 
 def missing_cells(table: dict, plan: dict) -> list:
@@ -134,11 +141,9 @@ def revision_section(table: dict) -> list:
     """Which code made the runs (summary.json's versions.revision): a sweep that spans many sessions
     gathers runs of several commits, and a reader should see that, and how many runs each made."""
     count = {}
-    for col in table.values():
-        for seeds in col.values():
-            for x in seeds.values():
-                rev = (x.get("versions") or {}).get("revision") or "not recorded"
-                count[rev] = count.get(rev, 0) + 1
+    for _, x in each_run(table):
+        rev = (x.get("versions") or {}).get("revision") or "not recorded"
+        count[rev] = count.get(rev, 0) + 1
     listed = ", ".join(f"{rev} ({n} runs)" for rev, n in sorted(count.items()))
     return [f"Code the runs were made with (git revision of fedcluster's checkout; 'not recorded' for runs "
             f"before revisions were recorded, 2026-11-26): {listed}.", ""]
