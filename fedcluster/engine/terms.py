@@ -153,8 +153,9 @@ class PrototypePull(Term):
 
 class MetaStep(Term):
     """Per-FedAvg's local step (Fallah et al., NeurIPS 2020, Alg. 1), the row's whole objective:
-    the step's batch is cut at `split` into D (first part) and D' (second), and, for the
-    Hessian-free variant, D'' (third). With theta' = theta - alpha grad f(theta; D),
+    the step's real samples are cut into D (first part) and D' (second), and, for the
+    Hessian-free variant, D'' (third), each of ceil(n / parts) samples but at most `split`
+    (`parts_of`). With theta' = theta - alpha grad f(theta; D),
       fo: the gradient applied is grad f(theta'; D')                      (first-order MAML)
       hf: it is g - alpha d, g = grad f(theta'; D'), and d the finite-difference Hessian-vector
           product [grad f(theta + delta g; D'') - grad f(theta - delta g; D'')] / (2 delta)
@@ -179,8 +180,7 @@ class MetaStep(Term):
         """(the scalar whose gradient in `params` is the step's direction, the data loss
         f(theta'; D')). `loss(params, x, y, valid)` is the mean data loss of a batch."""
         from torch.func import grad
-        s = self.split
-        part = lambda i: (x[i * s:(i + 1) * s], y[i * s:(i + 1) * s], valid[i * s:(i + 1) * s])
+        part = self.parts_of(x, y, valid)
         fixed = {k: v.detach() for k, v in params.items()}
         g1 = grad(loss)(fixed, *part(0))
         inner = {k: params[k] - self.alpha * g1[k].detach() for k in params}   # d inner / d theta = I
@@ -193,6 +193,27 @@ class MetaStep(Term):
         direction = {k: (g[k] - self.alpha * (plus[k] - minus[k]) / (2 * self.delta)).detach() for k in params}
         surrogate = sum((direction[k] * params[k]).sum() for k in params)
         return surrogate, loss(inner, *part(1)).detach()
+
+    def parts_of(self, x, y, valid):
+        """`part(i)`: (x, y, valid) of the i-th part of the batch, `split` slots wide. A batch's
+        real samples are a prefix of it (engine/schedule.py), n of them; part i holds real
+        samples i * size to (i + 1) * size - 1, size = min(ceil(n / parts), split), and padding
+        after them. A full batch is cut as slices at multiples of `split` (the same samples),
+        and a short one is shared out: cutting it by slot position gave a client with fewer
+        samples than half a batch an empty D', so a zero meta-gradient (Per-FedAvg never
+        trained on scikit-learn digits at 50 samples per client and batch 100)."""
+        parts = 2 if self.variant == "fo" else 3
+        s, width = self.split, valid.shape[0]
+        n = valid.to(torch.long).sum()
+        size = torch.clamp(torch.div(n + parts - 1, parts, rounding_mode="floor"), max=s)
+        slot = torch.arange(s, device=valid.device)
+
+        def part(i):
+            pos = i * size + slot
+            keep = (slot < size) & (pos < n)
+            pos = pos.clamp(max=width - 1)
+            return x[pos], y[pos], valid[pos] * keep.to(valid.dtype)
+        return part
 
     @classmethod
     def concat(cls, parts, rows):
