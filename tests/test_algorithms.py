@@ -135,3 +135,28 @@ def test_ifca_under_cam_label_pick_is_by_the_additive_models_loss():
     assert alg.models_on(fed, split).tolist() == [1, 0]
     out = alg.label_picks(fed, split, partner)["label_pick"]
     assert torch.allclose(out[0, :5], split.x[0] @ w[0], atol=1e-5)
+
+
+def test_a_proximal_pull_to_one_reference_per_row_reads_only_that_reference():
+    """Block-diagonal coefficients (plans trained together, FeSEM, FedProx) take the one-
+    reference path, and its value and gradient are the dense formula's to the bit; a row
+    pulled to several references (FedSoft) keeps the dense path."""
+    from torch.func import grad, vmap
+    g = torch.Generator().manual_seed(0)
+    refs = {"w": torch.randn(4, 50, 3, generator=g), "b": torch.randn(4, 7, generator=g)}
+    params = {"w": torch.randn(5, 50, 3, generator=g), "b": torch.randn(5, 7, generator=g)}
+    coeffs = torch.zeros(5, 4)
+    coeffs[0, 1], coeffs[1, 1], coeffs[2, 3], coeffs[3, 0] = 0.3, 0.7, 0.01, 2.0     # row 4: no pull
+    term = Proximal(refs, coeffs)
+    assert term.one_each
+
+    def dense(p, d):
+        sq = sum(((p[k].unsqueeze(0) - refs[k]) ** 2).flatten(1).sum(1) for k in p)
+        return 0.5 * (d * sq).sum()
+
+    got_value, want_value = vmap(term.penalty)(params, coeffs), vmap(dense)(params, coeffs)
+    assert torch.equal(got_value, want_value) and got_value[4] == 0
+    got_grad, want_grad = vmap(grad(term.penalty))(params, coeffs), vmap(grad(dense))(params, coeffs)
+    assert all(torch.equal(got_grad[k], want_grad[k]) for k in params)
+    coeffs[0, 2] = 0.1
+    assert not Proximal(refs, coeffs).one_each

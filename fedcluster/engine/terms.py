@@ -61,17 +61,29 @@ class Term:
 class Proximal(Term):
     """1/2 sum_r coeffs[m, r] ||w_m - refs_r||^2: FedProx (one reference, the global model,
     coeff mu), FedSoft's h_k (eq. 4: the S centers, coeff lambda u_ks), FeSEM's pull to the
-    assigned center (eq. 13). `refs` [R] are shared by all rows; `data` = coeffs [M, R]."""
+    assigned center (eq. 13). `refs` [R] are shared by all rows; `data` = coeffs [M, R].
+
+    Where every row pulls to at most one reference (FedProx, FeSEM, and plans trained together,
+    whose coefficients are block-diagonal), the penalty reads only that reference: the distances
+    to all R references cost M x R parameter vectors at once (Fed-CAM's FeSEM-CAM, 20 clients x
+    2 models x 6 references of the FedAvg CNN: 1.24 of its 4.06 GiB peak, measured with memray),
+    and the others only add exact zeros (coefficient 0), so the result is the same to the bit."""
 
     def __init__(self, refs: Stack, coeffs: torch.Tensor):
         self.refs, self.data = refs, coeffs
+        self.one_each = bool(((coeffs != 0).sum(1) <= 1).all()) if coeffs.numel() else True
 
     @property
     def coeffs(self) -> torch.Tensor:
         return self.data
 
     def penalty(self, params, d):
-        sq = sum(((params[k].unsqueeze(0) - self.refs[k]) ** 2).flatten(1).sum(1) for k in params)
+        refs = self.refs
+        if self.one_each:
+            pick = d.argmax().unsqueeze(0)   # the row's reference (any, where its coefficients are all 0)
+            d = d.index_select(0, pick)
+            refs = {k: refs[k].index_select(0, pick) for k in params}
+        sq = sum(((params[k].unsqueeze(0) - refs[k]) ** 2).flatten(1).sum(1) for k in params)
         return 0.5 * (d * sq).sum()
 
     @classmethod
