@@ -149,6 +149,23 @@ def revision_section(table: dict) -> list:
             f"before revisions were recorded, 2026-11-26): {listed}.", ""]
 
 
+def own_settings_section(found) -> list:
+    """Each method's settings other than its defaults (its runs' `algorithm.*` overrides), read
+    from the runs themselves, so the page says what leaderboard.sh gave a method."""
+    own = {}
+    for r in found.runs:
+        path = r.path / ".hydra" / "overrides.yaml"
+        lines = path.read_text().splitlines() if path.exists() else []
+        keys = sorted(x[2:] for x in lines if x.startswith("- algorithm."))
+        if keys:
+            own.setdefault(str(r.summary.get("algorithm")), set()).add(", ".join(keys))
+    if not own:
+        return []
+    listed = "; ".join(f"{m}: {' / '.join(sorted(v))}" for m, v in sorted(own.items()))
+    return [f"Settings other than a method's defaults (from its runs' overrides): {listed}. Every other method "
+            "runs its defaults.", ""]
+
+
 def interval(values, scale):
     """(mean, 95 % half-width), both times `scale`."""
     mean, half = mean_interval(values)
@@ -169,7 +186,7 @@ def shown(root: Path) -> str:
         return str(root)
 
 
-def render(table: dict, root: Path, figure: str = None, plan: dict = None) -> str:
+def render(table: dict, root: Path, figure: str = None, plan: dict = None, found=None) -> str:
     settings = sorted(table)
     methods = sorted({m for col in table.values() for m in col})
     out = ["# Clustered-FL leaderboard", "",
@@ -178,6 +195,7 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None) -> st
            "half-width of the 95 % t-interval over seeds (n seeds where fewer than 3). '▲': significantly the best "
            "of its column (its 95 % interval against every other method there excludes 0; paired by seed, "
            "Welch where the seeds differ). Blank: not run.", ""]
+    out += own_settings_section(found) if found is not None else []
     for key, (title, value, scale) in METRICS.items():
         cols = [s for s in settings if any(value(x) is not None for seeds in table[s].values() for x in seeds.values())]
         if not cols:
@@ -262,7 +280,7 @@ def main(argv=None) -> int:
         link = a.figure.relative_to(a.out.parent)
     except ValueError:
         link = a.figure
-    write_text(a.out, render(table, a.sweep, str(link), read_plan(a.sweep)))
+    write_text(a.out, render(table, a.sweep, str(link), read_plan(a.sweep), found))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
     print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}")
     return 0

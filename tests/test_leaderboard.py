@@ -115,5 +115,7 @@ def test_the_committed_page_is_made_from_the_committed_runs():
     archive = ROOT / "docs" / "results" / "leaderboard_runs"
     table, found = leaderboard.collect(archive)
     assert found.runs and not found.skipped
-    page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive))
+    page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive), found)
     assert page == (ROOT / "docs" / "leaderboard.md").read_text()
+    # the settings leaderboard.sh gives a method beyond its defaults are read from its runs
+    assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12." in page
