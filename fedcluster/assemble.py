@@ -149,6 +149,29 @@ def count_parameters(build_model) -> int:
         return sum(p.numel() for p in build_model().parameters())
 
 
+def activation_numel(build_model, in_shape) -> int:
+    """Values in one sample's layer outputs (every leaf module's), from a forward pass on the
+    meta device (shapes only); 0 where the model cannot run on a meta input (the check then
+    leaves activations out, and stays a lower bound)."""
+    sizes = []
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+        try:
+            model = build_model()
+            for m in model.modules():   # a copy of our own, dropped after: its hooks need no removal
+                if not list(m.children()):
+                    m.register_forward_hook(lambda _m, _i, o: sizes.append(o.numel()) if torch.is_tensor(o) else None)
+            for dtype in (torch.float32, torch.long):
+                sizes.clear()
+                try:
+                    model(torch.zeros(1, *in_shape, dtype=dtype))
+                    break
+                except Exception:   # noqa: BLE001 -- e.g. an embedding wants integer inputs
+                    sizes.clear()
+        except Exception:   # noqa: BLE001
+            sizes.clear()
+    return int(sum(sizes))
+
+
 def size_keys(cfg: DictConfig, source, partition, in_shape) -> dict:
     """`key=value` texts of the settings that drive the run's memory, for budget.check_fits."""
     ds = cfg.dataset
@@ -203,11 +226,17 @@ def build(cfg: DictConfig):
     keys = size_keys(cfg, source, partition, in_shape)
     held = source.held_bytes() if hasattr(source, "held_bytes") else {}
 
-    def fits(num_clients, train_width, test_width):
-        check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
-                   hw.torch_device, keys=keys, fixed=held)
-
+    per_sample = activation_numel(build_model, in_shape)
+    element_size = torch.empty(0, dtype=hw.torch_dtype).element_size()
     resolve_num_clusters(cfg, source, partition)
+    algorithm = make(cfg.algorithm)
+
+    def fits(num_clients, train_width, test_width):
+        batch = min(cfg.train.batch_size or train_width, train_width)
+        check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
+                   hw.torch_device, keys=keys, fixed=held, rows=algorithm.training_rows(num_clients),
+                   row_activation_bytes=batch * per_sample * element_size, element_size=element_size)
+
     data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
@@ -216,7 +245,6 @@ def build(cfg: DictConfig):
     for K in [cfg.num_clusters, *(v for k, v in nested.items() if k.rsplit(".", 1)[-1] == "num_clusters")]:
         if K is not None and not 1 <= K <= data.num_clients:
             raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
-    algorithm = make(cfg.algorithm)
     check_model_features(model, data, cfg, algorithm)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
                      batch_size=cfg.train.batch_size)

@@ -144,7 +144,7 @@ def test_too_many_clients_fail_fast_with_an_estimate(tmp_path, monkeypatch):
     import fedcluster.data.budget as budget
     monkeypatch.setattr(budget, "available_bytes", lambda device: 16 * budget.GiB)   # any machine: the same limit
     tick = time.time()
-    with pytest.raises(ConfigError, match=r"partition.num_clients=10000000: this run needs at least 70.3 GiB.*16.0 GiB is available"):
+    with pytest.raises(ConfigError, match=r"partition.num_clients=10000000: this run needs at least 69.1 GiB.*16.0 GiB is available"):
         run(make_cfg(SMALL + ["algorithm.selection_size=6", "partition.num_clients=10000000"]), tmp_path / "run")
     assert time.time() - tick < 30
     assert not (tmp_path / "run").exists()

@@ -81,6 +81,14 @@ class Algorithm:
     # and the data. Declared by each class; tests/test_algorithm_state.py finds undeclared ones.
     state: Tuple[str, ...] = ()
 
+    def training_rows(self, num_clients: int) -> int:
+        """How many models one round trains at once (the rows of its batched training job), for
+        the memory check before anything is built (data/budget.py): one per sampled client
+        unless a subclass trains more. Never more than a round can train, so the check stays a
+        lower bound."""
+        fraction = getattr(self, "client_fraction", 1.0)
+        return max(1, round(fraction * num_clients))
+
     def setup(self, fed: Federation) -> None:
         raise NotImplementedError
 

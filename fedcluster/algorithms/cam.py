@@ -34,6 +34,10 @@ class CAM(Algorithm):
 
     state = ("global_model", "round")   # and the base method's own (state_dict)
 
+    def training_rows(self, num_clients: int) -> int:
+        """A client's cluster model and the global model h, trained together (eq. 5 and 8)."""
+        return 2 * self.base.training_rows(num_clients)
+
     def __init__(self, base: Algorithm, warmup_rounds: Annotated[int, Between(0, MAX_COUNT)] = 30,
                  warmup: Annotated[str, OneOf(WARMUPS)] = "fedavg"):
         if warmup not in WARMUPS:

@@ -17,6 +17,9 @@ class Ensemble(Algorithm):
     the returned scores are the log of that mean, so argmax and cross-entropy apply."""
     name = "ensemble"
 
+    def training_rows(self, num_clients: int) -> int:
+        return sum(m.training_rows(num_clients) for m in self.members)
+
     def __init__(self, base: Algorithm, num_clusters: Annotated[int, AtLeast(1)] = 5):
         self.base_name = base.name
         self.name = f"{base.name}_ensemble"

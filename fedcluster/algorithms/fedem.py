@@ -51,6 +51,10 @@ class FedEM(Algorithm):
     state = ("components", "pi")
     name = "fedem"
 
+    def training_rows(self, num_clients: int) -> int:
+        """Every sampled client trains all M components."""
+        return self.num_clusters * super().training_rows(num_clients)
+
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
                  local_predictor: Annotated[str, OneOf(LOCAL_PREDICTORS)] = "mixture"):

@@ -45,6 +45,10 @@ class FedSoft(Algorithm):
     state = ("centers", "local", "u", "selection")
     name = "fedsoft"
 
+    def training_rows(self, num_clients: int) -> int:
+        """The union of the S selections of `selection_size` clients (each trains its own model)."""
+        return max(1, min(num_clients, self.num_clusters * self.selection_size))
+
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 1.0,
                  tau: Annotated[int, AtLeast(1)] = 2, selection_size: Annotated[int, AtLeast(1)] = 60,
                  smoother: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 1e-4,

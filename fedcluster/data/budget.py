@@ -3,9 +3,23 @@
 The estimate counts every client's training and local-test samples padded to the largest
 client (float32 inputs, plus an 8-byte label and an 8-byte source id per sample) twice, since
 the data is built from per-client pieces and then stacked (both exist at the peak), about
-2 KiB of Python objects per client while building, and one parameter vector plus two
-optimizer moments per client. It is a lower bound (activations and scoring buffers come on
-top), so a refusal is certain to be needed."""
+2 KiB of Python objects per client while building, and the training state of the models one
+round trains at once (its rows, `Algorithm.training_rows`: a client's cluster model and h for
+the CAM methods, all M components for FedEM): COPIES_PER_ROW parameter-sized tensors per row
+plus one batch's layer outputs. Scoring buffers come on top, so it stays a lower bound.
+
+COPIES_PER_ROW is measured, not derived: the batched engine holds the round's start parameters,
+the working parameters, their gradients, the optimizer's moments and the copies its steps take
+of them. Peak resident memory grew per trained row by 10-12 parameter-sized copies plus a
+batch's activations (FedAvg 84 MB, local 90, IFCA 76 per client, FeSEM-CAM 184 per client =
+2 rows; FedAvg CNN of 1,663,370 parameters = 6.65 MB; peak RSS (`/usr/bin/time -f %M`) of
+`fedcluster +preset=cam/table1 hydra.mode=RUN algorithm=A num_clusters=5 partition=cluster_dirichlet
+partition.num_clients=N dataset.train_size=150N dataset.test_size=25N rounds=2 warmup_rounds=1
+eval_every=1` at N = 10 and 40, 2026-11-26). The check counts 8, below every measured value;
+tests/test_memory_estimate.py measures the same growth for an MLP (15.8-16.7 copies) and fails
+if it ever falls below 8. Before, it counted 3
+per client and no rows: 200-client FeSEM-CAM with that CNN passed it at about 5 GB and was killed
+by the kernel at 16 GB (2026-11-26)."""
 import os
 from typing import Dict, Optional
 
@@ -17,6 +31,7 @@ GiB = 2 ** 30
 BYTES_PER_SAMPLE_META = 16   # int64 label + int64 source id
 BUILD_COPIES = 2             # per-client pieces + the stacked tensor
 BYTES_PER_CLIENT_BUILD = 2048   # the pieces' tensor objects and lists while building
+COPIES_PER_ROW = 8              # parameter-sized tensors per trained row at the peak (measured 10-12; above)
 
 
 def available_bytes(device: torch.device) -> Optional[int]:
@@ -42,19 +57,23 @@ def data_bytes(num_clients: int, train_width: int, test_width: int, sample_numel
     return BUILD_COPIES * num_clients * (train_width + test_width) * per_sample + num_clients * BYTES_PER_CLIENT_BUILD
 
 
-def model_bytes(num_clients: int, num_params: int) -> int:
-    """One parameter vector plus two optimizer moments per client, float32."""
-    return num_clients * num_params * 4 * 3
+def model_bytes(rows: int, num_params: int, row_activation_bytes: int = 0, element_size: int = 4) -> int:
+    """The training state of `rows` models trained at once: COPIES_PER_ROW parameter vectors
+    and one batch's layer outputs each."""
+    return rows * (COPIES_PER_ROW * num_params * element_size + row_activation_bytes)
 
 
 def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int, limit: int,
-          keys: Dict[str, Optional[str]], fixed: Dict[str, int]) -> str:
+          keys: Dict[str, Optional[str]], fixed: Dict[str, int], row: int = 0, element_size: int = 4) -> str:
     """The setting that makes the run too large, as `key=value` text: the size of one sample or
     of the model when a single client with a single sample does not fit (dataset.dim,
     model=...); else the source's own buffers (e.g. dataset.test_size) when they alone exceed
     the limit; else the per-client sample counts when a single client does not fit; else the
     number of clients."""
-    data_part, model_part = data_bytes(1, 1, 1, sample_numel), model_bytes(1, num_params)
+    # which is too large, a sample or the model: one sample's data against one model's parameters
+    # and two optimizer moments (not the whole training state, which would blame the model for
+    # a linear model on huge inputs, whose size the inputs set)
+    data_part, model_part = data_bytes(1, 1, 1, sample_numel), 3 * num_params * element_size
     if data_part + model_part > limit:
         if model_part > data_part and keys.get("model"):
             return keys["model"]
@@ -63,7 +82,7 @@ def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int
         if size > limit:
             return key
     base = sum(fixed.values())
-    if base + data_bytes(1, train_width, test_width, sample_numel) + model_bytes(1, num_params) > limit \
+    if base + data_bytes(1, train_width, test_width, sample_numel) + model_bytes(1, num_params, row, element_size) > limit \
             and keys.get("samples"):
         return keys["samples"]
     return keys["clients"]
@@ -71,29 +90,35 @@ def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int
 
 def check_fits(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int,
                device: torch.device, what: Optional[str] = None, keys: Optional[Dict[str, Optional[str]]] = None,
-               fixed: Optional[Dict[str, int]] = None) -> None:
+               fixed: Optional[Dict[str, int]] = None, rows: Optional[int] = None, row_activation_bytes: int = 0,
+               element_size: int = 4) -> None:
     """ConfigError with the estimate and the limit when the run cannot fit in memory. The
     message starts with `what`, or else with the key(s) that drive the size (`blame`): `keys`
     maps "clients", "samples", "dim", "model" to their `key=value` text; `fixed` maps a key to
-    bytes the data source holds besides the clients' data (e.g. its test sets)."""
+    bytes the data source holds besides the clients' data (e.g. its test sets). `rows`: models
+    trained at once (default: one per client); `row_activation_bytes`: one batch's layer
+    outputs for one of them."""
     limit = available_bytes(device)
     if limit is None:
         return
     fixed = dict(fixed or {})
     data = data_bytes(num_clients, train_width, test_width, sample_numel)
-    models = model_bytes(num_clients, num_params)
+    rows = num_clients if rows is None else rows
+    models = model_bytes(rows, num_params, row_activation_bytes, element_size)
     held = sum(fixed.values())
     need = data + models + held
     if need > limit:
         advice = "use fewer clients or samples"
         if what is None:
             what = blame(num_clients, train_width, test_width, sample_numel, num_params, limit,
-                         {"clients": f"partition.num_clients={num_clients}", **(keys or {})}, fixed)
+                         {"clients": f"partition.num_clients={num_clients}", **(keys or {})}, fixed,
+                         row_activation_bytes, element_size)
             advice = ("use a smaller model or smaller inputs" if what.startswith("model=")
                       else f"lower {what.split('=')[0]}")
         source = f", {held / GiB:.1f} GiB of the data set's own test sets and parameters" if held >= GiB / 10 else ""
         raise ConfigError(
             f"{what}: this run needs at least {need / GiB:.1f} GiB ({num_clients:,} clients x up to "
             f"{train_width}+{test_width} samples of {sample_numel:,} values = {data / GiB:.1f} GiB of data, "
-            f"{models / GiB:.1f} GiB of per-client models ({num_params:,} parameters each) and optimizer state"
+            f"{models / GiB:.1f} GiB to train {rows:,} models at once ({num_params:,} parameters each: "
+            f"{COPIES_PER_ROW} copies with gradients and optimizer state, and a batch's activations)"
             f"{source}) but {limit / GiB:.1f} GiB is available on {device.type}; {advice}")
