@@ -150,13 +150,13 @@ def revision_section(table: dict) -> list:
 
 
 def own_settings_section(found) -> list:
-    """Each method's settings other than its defaults (its runs' `algorithm.*` overrides), read
-    from the runs themselves, so the page says what leaderboard.sh gave a method."""
+    """Each method's settings other than its defaults (its runs' `algorithm.*` and `warmup_rounds`
+    overrides), read from the runs themselves, so the page says what leaderboard.sh gave a method."""
     own = {}
     for r in found.runs:
         path = r.path / ".hydra" / "overrides.yaml"
         lines = path.read_text().splitlines() if path.exists() else []
-        keys = sorted(x[2:] for x in lines if x.startswith("- algorithm."))
+        keys = sorted(x[2:] for x in lines if x.startswith(("- algorithm.", "- warmup_rounds=")))
         if keys:
             own.setdefault(str(r.summary.get("algorithm")), set()).add(", ".join(keys))
     if not own:
