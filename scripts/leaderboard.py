@@ -152,16 +152,21 @@ def revision_section(table: dict) -> list:
 def own_settings_section(found) -> list:
     """Each method's settings other than its defaults (its runs' `algorithm.*` and `warmup_rounds`
     overrides), read from the runs themselves, so the page says what leaderboard.sh gave a method."""
-    own = {}
+    own, runs = {}, {}
     for r in found.runs:
+        method = str(r.summary.get("algorithm"))
+        runs[method] = runs.get(method, 0) + 1
         path = r.path / ".hydra" / "overrides.yaml"
         lines = path.read_text().splitlines() if path.exists() else []
-        keys = sorted(x[2:] for x in lines if x.startswith(("- algorithm.", "- warmup_rounds=")))
+        keys = ", ".join(sorted(x[2:] for x in lines if x.startswith(("- algorithm.", "- warmup_rounds="))))
         if keys:
-            own.setdefault(str(r.summary.get("algorithm")), set()).add(", ".join(keys))
+            own.setdefault(method, {})[keys] = own.get(method, {}).get(keys, 0) + 1
     if not own:
         return []
-    listed = "; ".join(f"{m}: {' / '.join(sorted(v))}" for m, v in sorted(own.items()))
+
+    def share(method, keys, n):
+        return keys if n == runs[method] else f"{keys} ({n} of its {runs[method]} runs)"
+    listed = "; ".join(f"{m}: {' / '.join(share(m, k, n) for k, n in sorted(v.items()))}" for m, v in sorted(own.items()))
     return [f"Settings other than a method's defaults (from its runs' overrides): {listed}. Every other method "
             "runs its defaults.", ""]
 

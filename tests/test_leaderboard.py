@@ -118,4 +118,5 @@ def test_the_committed_page_is_made_from_the_committed_runs():
     page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive), found)
     assert page == (ROOT / "docs" / "leaderboard.md").read_text()
     # the settings leaderboard.sh gives a method beyond its defaults are read from its runs
-    assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12." in page
+    assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12;" in page
+    assert "ifca_cam: warmup_rounds=9 (12 of its" in page                 # only the small protocol's runs
