@@ -120,6 +120,12 @@ def validate(cfg: DictConfig) -> None:
         allowed = [f"local_val_{m}" for m in TASK_METRICS[task]]
         raise ConfigError(f"objective={objective} is not a metric of this run: dataset={plain['dataset'].get('name')} "
                           f"is a {task} task, whose validation metrics are {allowed}")
+    alg = plain.get("algorithm") or {}
+    if alg.get("warmup") == "fedavg" and isinstance(alg.get("warmup_rounds"), int) \
+            and isinstance(plain.get("rounds"), int) and alg["warmup_rounds"] >= plain["rounds"]:
+        raise ConfigError(f"warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "
+                          f"algorithm={alg.get('name')} would never leave its FedAvg warm-up (a FedAvg run under its "
+                          "name); allowed: warmup_rounds < rounds (Fed-CAM: 30 of 100)")
     part = plain.get("partition", {})
     if part.get("min_samples") is not None and part.get("max_samples") is not None \
             and part["min_samples"] > part["max_samples"]:
