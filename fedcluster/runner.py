@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .artifacts import write_results
 from .assemble import build, choose_engine
+from .provenance import source_revision
 from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
 from .engine.clients import run_clients
@@ -64,6 +65,8 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
 def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers, replace: bool) -> dict:
     """`replace` (overwrite=true): the old run's files go only once every check has passed."""
     started = time.time()
+    source_revision()   # the code this process runs is the code it loaded: read the checkout's revision now, not
+    #                     when the summary is written, maybe hours later, after the checkout has moved on
     keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)

@@ -87,3 +87,30 @@ def test_a_run_records_the_code_revision_it_was_made_with(small_cfg, tmp_path):
         assert moved.source_revision() is None
     finally:
         provenance.source_revision.cache_clear()
+
+
+def test_the_revision_is_read_when_the_run_starts_not_when_it_ends(small_cfg, tmp_path, monkeypatch):
+    """A checkout moved on during a long run (a frozen worktree checked out anew while its run goes
+    on, 2026-11-26) must not relabel the run: the revision is the one at the run's start."""
+    from fedcluster import provenance, runner
+    heads = iter(["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
+    now = {"head": next(heads)}
+
+    def fake_git(*args, cwd):
+        if args[0] == "rev-parse" and args[1] == "--show-toplevel":
+            return str(provenance.PACKAGE_DIR.parent)
+        return now["head"] if args[0] == "rev-parse" else ""
+    monkeypatch.setattr(provenance, "_git", fake_git)
+    real_build = runner.build
+
+    def build_then_move_the_checkout(cfg):
+        built = real_build(cfg)
+        now["head"] = next(heads)
+        return built
+    monkeypatch.setattr(runner, "build", build_then_move_the_checkout)
+    provenance.source_revision.cache_clear()
+    try:
+        summary = run(small_cfg(algorithm="ifca"), tmp_path / "run")
+    finally:
+        provenance.source_revision.cache_clear()
+    assert summary["versions"]["revision"] == "aaaaaaaaaaaa"
