@@ -19,7 +19,8 @@ VARIANTS = ("fo", "hf")
 
 class PerFedAvg(FedAvg):
     """Per-FedAvg. Clients train the global model by meta steps (`MetaStep`: each optimizer step's
-    batch of train.batch_size split into halves for `fo`, thirds for `hf`); the server averages
+    batch of train.batch_size split into halves for `fo`, thirds for `hf`, of its real samples: a
+    client's short last batch, or a client smaller than a batch, is shared out too); the server averages
     them (FedAvg, n-weighted). A client's local model, the one evaluated, is the global model after
     one gradient step of size `alpha` on `eval_batch` of its training samples (drawn afresh each
     evaluation, seeded), as the paper personalises and PFLlib evaluates (clientperavg.py,
