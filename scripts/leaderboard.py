@@ -28,6 +28,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -157,8 +159,8 @@ def own_settings_section(found) -> list:
         method = str(r.summary.get("algorithm"))
         runs[method] = runs.get(method, 0) + 1
         path = r.path / ".hydra" / "overrides.yaml"
-        lines = path.read_text().splitlines() if path.exists() else []
-        keys = ", ".join(sorted(x[2:] for x in lines if x.startswith(("- algorithm.", "- warmup_rounds="))))
+        given = [str(x) for x in OmegaConf.load(path)] if path.exists() else []   # the run's command-line overrides
+        keys = ", ".join(sorted(x for x in given if x.startswith(("algorithm.", "warmup_rounds="))))
         if keys:
             own.setdefault(method, {})[keys] = own.get(method, {}).get(keys, 0) + 1
     if not own:

@@ -6,7 +6,7 @@ import torch
 from torch.func import functional_call, grad
 
 from ..engine.losses import per_sample_loss
-from ..engine.terms import MetaStep
+from ..engine.terms import META_PARTS, MetaStep
 from ..errors import ConfigError
 from ..settings import AtLeast, Between, OneOf, Positive
 from .base import Algorithm
@@ -43,7 +43,7 @@ class PerFedAvg(FedAvg):
 
     @property
     def parts(self) -> int:
-        return 2 if self.variant == "fo" else 3
+        return META_PARTS[self.variant]
 
     def setup(self, fed):
         """The meta step cuts each of the run's mini-batches (train.batch_size, read from `fed`:

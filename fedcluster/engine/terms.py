@@ -163,6 +163,9 @@ class PrototypePull(Term):
         raise ValueError("concat_plans: a prototype pull is not trained together with other plans")
 
 
+META_PARTS = {"fo": 2, "hf": 3}   # the parts a meta step cuts its batch into: D, D' (and D'' for hf)
+
+
 class MetaStep(Term):
     """Per-FedAvg's local step (Fallah et al., NeurIPS 2020, Alg. 1), the row's whole objective:
     the step's real samples are cut into D (first part) and D' (second), and, for the
@@ -214,7 +217,7 @@ class MetaStep(Term):
         and a short one is shared out: cutting it by slot position gave a client with fewer
         samples than half a batch an empty D', so a zero meta-gradient (Per-FedAvg never
         trained on scikit-learn digits at 50 samples per client and batch 100)."""
-        parts = 2 if self.variant == "fo" else 3
+        parts = META_PARTS[self.variant]
         s, width = self.split, valid.shape[0]
         n = valid.to(torch.long).sum()
         size = torch.clamp(torch.div(n + parts - 1, parts, rounding_mode="floor"), max=s)
