@@ -1,0 +1,149 @@
+"""Fed-CAM Tables 1-2, cell by cell, from per-run CSVs (scripts/per_run_csv.py's rows): each core row's mean ±
+std over its seeds beside the paper's mean ± std, and CAM against its base method with a 95 % interval.
+
+Why a CSV and not the run folders: some runs of these tables survive only as rows of a committed CSV (their
+folders were lost with a working machine, docs/results/paper_protocol/cam_fmnist_table1.md), and the rest are
+archived folders; this reads both the same way, so a cell can hold seeds from each. Runs are keyed by their
+folder name (`run_dir`, the config); a config given twice is an error, never averaged twice.
+
+Core rows: FedAvg, IFCA, IFCA-CAM, the matched FeSEM control (3-epoch start-up, distance on the last layer;
+compared with the paper's plain FeSEM row) and FeSEM-CAM, each at its defaults; every other configuration is a
+sensitivity row. "within"/"outside": our mean against the paper's mean ± 2 of the paper's std (Fed-CAM reports
+one std per cell). Differences (IFCA-CAM − IFCA, FeSEM-CAM − the control) use fedcluster.results.compare: paired
+by seed where both rows have the same seeds (the same data draws), Welch otherwise.
+
+  python scripts/cam_cells.py OUT.md CSV [CSV ...]
+"""
+import argparse
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fedcluster.results.compare import difference          # noqa: E402
+from fedcluster.tables.paper_numbers import number, reported  # noqa: E402
+
+CONTROL = "distance_on=fc startup_epochs=3"
+# (method, options) -> (label, the paper's row it is compared with)
+CORE = {("fedavg", ""): ("FedAvg", "fedavg"), ("ifca", ""): ("IFCA", "ifca"),
+        ("ifca_cam", ""): ("IFCA-CAM", "ifca_cam"),
+        ("fesem", CONTROL): ("FeSEM control (3-epoch start-up, fc distance)", "fesem"),
+        ("fesem_cam", ""): ("FeSEM-CAM", "fesem_cam")}
+PAIRS = [("ifca_cam", "", "ifca", ""), ("fesem_cam", "", "fesem", CONTROL)]
+PAPER_METHOD = {"fesem": "fesem"}   # a sensitivity row of a method is compared with that method's paper row
+CELL_NAMES = {"cam_table1": "Table 1", "cam_table2": "Table 2"}
+
+
+def load(paths):
+    """Rows of every CSV, one per run folder; a folder in two CSVs stops with a one-line error."""
+    seen, rows = {}, []
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                key = (r["table"], r["run_dir"])
+                if key in seen:
+                    raise SystemExit(f"cam_cells.py: run {r['run_dir']!r} is in both {seen[key]} and {path}; "
+                                     f"allowed: each run in one CSV")
+                seen[key] = path
+                r["options"] = r["options"] or ""
+                rows.append(r)
+    return rows
+
+
+def values(rows, column):
+    """{seed: value} of a column (percent or ARI), leaving out empty cells."""
+    return {int(r["seed"]): float(r[column]) for r in rows if r[column] not in ("", None)}
+
+
+def spread(vals, digits=1):
+    if not vals:
+        return "–"
+    v = list(vals.values())
+    mean = statistics.fmean(v)
+    return f"{mean:.{digits}f}" if len(v) == 1 else f"{mean:.{digits}f} ± {statistics.stdev(v):.{digits}f}"
+
+
+def paper_cell(table, partition, k, method, metric):
+    rows = reported(table, setting=partition, method=method, dataset="fashion_mnist", metric=metric)
+    rows = rows[rows["k"].astype(float) == float(k if method not in ("fedavg", "fedprox") else 1)]
+    if rows.empty:
+        return None, None
+    return number(rows.iloc[0]["mean"]), number(rows.iloc[0]["std"])
+
+
+def verdict(ours, paper):
+    mean, std = paper
+    if not ours or mean is None:
+        return ""
+    diff = statistics.fmean(ours.values()) - mean
+    sign = "+" if diff >= 0 else "−"
+    if std is None:
+        return f"{sign}{abs(diff):.1f} (no std)"
+    return f"{sign}{abs(diff):.1f}, {'within' if abs(diff) <= 2 * std else 'outside'}"
+
+
+def show_paper(p):
+    mean, std = p
+    return "–" if mean is None else (f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}")
+
+
+def cell_table(table, partition, k, rows):
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["method"], r["options"]), []).append(r)
+    order = [g for g in CORE if g in groups] + sorted(g for g in groups if g not in CORE)
+    out = [f"### {CELL_NAMES.get(table, table)}, {partition}, K = {k}", "",
+           "| method | seeds | micro acc % | paper acc (micro) | − paper | acc % (mean over clients) | F1 % | paper F1 "
+           "| ARI |", "|---|---|---|---|---|---|---|---|---|"]
+    for method, options in order:
+        g = groups[(method, options)]
+        label, paper_method = CORE.get((method, options), (f"{method} ({options or 'defaults'}; sensitivity)",
+                                                           PAPER_METHOD.get(method, method)))
+        micro = values(g, "micro_acc")
+        p_acc = paper_cell(table, partition, k, paper_method, "accuracy")
+        p_f1 = paper_cell(table, partition, k, paper_method, "macro_f1")
+        seeds = " ".join(str(s) for s in sorted(int(r["seed"]) for r in g))
+        out.append(f"| {label} | {seeds} | {spread(micro)} | {show_paper(p_acc)} | {verdict(micro, p_acc)} | "
+                   f"{spread(values(g, 'acc'))} | {spread(values(g, 'macro_f1'))} | {show_paper(p_f1)} | "
+                   f"{spread(values(g, 'ari'), 2)} |")
+    out.append("")
+    for cam, cam_opt, base, base_opt in PAIRS:
+        if (cam, cam_opt) in groups and (base, base_opt) in groups:
+            parts = []
+            for column, name in (("micro_acc", "micro"), ("acc", "acc"), ("macro_f1", "F1")):
+                d = difference(values(groups[(cam, cam_opt)], column), values(groups[(base, base_opt)], column))
+                if d is not None:
+                    parts.append(f"{name} {d.text()} ({d.test}, {d.n})")
+            out.append(f"- {CORE[(cam, cam_opt)][0]} − {CORE[(base, base_opt)][0]}: " + "; ".join(parts))
+    out.append("")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("csvs", nargs="+")
+    args = ap.parse_args(argv)
+    rows = load(args.csvs)
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["table"], r["partition"], int(r["K"])), []).append(r)
+    lines = ["# Fed-CAM Tables 1-2, cell by cell (generated; do not edit)", "",
+             f"`python scripts/cam_cells.py {args.out} {' '.join(args.csvs)}`", "",
+             "Mean ± sample std over the seeds listed (one seed: its value). Paper: Fed-CAM's mean ± std "
+             "(200 clients; ours 20 clients at the paper's per-client scale). '− paper': our micro accuracy minus "
+             "the paper's, within or outside its mean ± 2 std. Differences: 95 % interval, paired by seed where "
+             "both rows have the same seeds, Welch otherwise; '*' where it excludes 0.", ""]
+    for key in sorted(cells, key=lambda c: (c[0], c[1], c[2])):
+        lines += cell_table(*key, cells[key])
+    text = "\n".join(lines).rstrip() + "\n"
+    tmp = Path(args.out).with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(args.out)
+    print(f"cam_cells.py: {len(rows)} runs in {len(cells)} cells -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
