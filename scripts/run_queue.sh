@@ -10,7 +10,8 @@
 # from its checkpoint when the queue is run again: finished jobs are skipped, one directory per job). At the
 # end RUNS_DIR/finished.tgz holds every finished run under RUNS_DIR without checkpoints or PDFs (for a
 # machine that is given back). Memory: on an H100 (80 GB) 14 jobs at once, 200-client ones among them, filled
-# the card (docs/results/paper_protocol/cam_fmnist_table1.md); 10 jobs of 20 clients ran. Where hydra-core is
+# the card (docs/results/paper_protocol/cam_fmnist_table1.md); 10 jobs of 20 clients ran; 15 did not (16 out-of-memory
+# crashes in 545 s; the processes held 3.1-9.6 GiB each, above the runs' own estimates), so keep PARALLEL at 10 there. Where hydra-core is
 # not installed it is taken from the wheels in ${FEDCLUSTER_WHEELS:-.whl} (scripts/gpu_wheels.sh), and
 # Fashion-MNIST from ${FEDCLUSTER_FMNIST:-.fmnist} into ./data (the data sets' default root).
 set -uo pipefail
