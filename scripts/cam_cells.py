@@ -32,7 +32,6 @@ CORE = {("fedavg", ""): ("FedAvg", "fedavg"), ("ifca", ""): ("IFCA", "ifca"),
         ("fesem", CONTROL): ("FeSEM control (3-epoch start-up, fc distance)", "fesem"),
         ("fesem_cam", ""): ("FeSEM-CAM", "fesem_cam")}
 PAIRS = [("ifca_cam", "", "ifca", ""), ("fesem_cam", "", "fesem", CONTROL)]
-PAPER_METHOD = {"fesem": "fesem"}   # a sensitivity row of a method is compared with that method's paper row
 CELL_NAMES = {"cam_table1": "Table 1", "cam_table2": "Table 2"}
 
 
@@ -92,7 +91,13 @@ def show_paper(p):
 def cell_table(table, partition, k, rows):
     groups = {}
     for r in rows:
-        groups.setdefault((r["method"], r["options"]), []).append(r)
+        group = groups.setdefault((r["method"], r["options"]), [])
+        twin = next((o for o in group if o["seed"] == r["seed"]), None)
+        if twin is not None:   # two folders of one configuration and seed: never one of them silently
+            raise SystemExit(f"cam_cells.py: {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
+                             f"runs, {twin['run_dir']!r} and {r['run_dir']!r}; allowed: one run per "
+                             f"configuration and seed")
+        group.append(r)
     order = [g for g in CORE if g in groups] + sorted(g for g in groups if g not in CORE)
     out = [f"### {CELL_NAMES.get(table, table)}, {partition}, K = {k}", "",
            "| method | seeds | micro acc % | paper acc (micro) | − paper | acc % (mean over clients) | F1 % | paper F1 "
@@ -100,11 +105,11 @@ def cell_table(table, partition, k, rows):
     for method, options in order:
         g = groups[(method, options)]
         label, paper_method = CORE.get((method, options), (f"{method} ({options or 'defaults'}; sensitivity)",
-                                                           PAPER_METHOD.get(method, method)))
+                                                           method))   # a sensitivity row: its method's paper row
         micro = values(g, "micro_acc")
         p_acc = paper_cell(table, partition, k, paper_method, "accuracy")
         p_f1 = paper_cell(table, partition, k, paper_method, "macro_f1")
-        seeds = " ".join(str(s) for s in sorted(int(r["seed"]) for r in g))
+        seeds = " ".join(str(s) for s in sorted(micro))   # the seeds the means are over
         out.append(f"| {label} | {seeds} | {spread(micro)} | {show_paper(p_acc)} | {verdict(micro, p_acc)} | "
                    f"{spread(values(g, 'acc'))} | {spread(values(g, 'macro_f1'))} | {show_paper(p_f1)} | "
                    f"{spread(values(g, 'ari'), 2)} |")

@@ -70,3 +70,15 @@ def test_the_committed_cells_page_regenerates_byte_identical(tmp_path):
     subprocess.run([sys.executable, "scripts/cam_cells.py", str(out)] + command[3:], cwd=ROOT, check=True,
                    capture_output=True)
     assert out.read_text().replace(str(out), command[2]) == page.read_text()
+
+
+def test_one_configuration_and_seed_twice_is_refused(tmp_path):
+    """Two folders of one configuration and seed (e.g. the same job run with another, ignored override)
+    would leave one of them out of the mean silently; the page is not made."""
+    a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0)])
+    with open(a, "a", newline="") as f:
+        csv.writer(f).writerow(["cam_table1", "cluster_dirichlet", 5, "ifca", "", 0, 80.0, 80.0, 70.0, 0.5, "", "",
+                                "", "ifca,seed=0,another_folder"])
+    with pytest.raises(SystemExit, match="seed 0 has two runs"):
+        cam_cells.main([str(tmp_path / "cells.md"), str(a)])
+    assert not (tmp_path / "cells.md").exists()
