@@ -148,10 +148,16 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     except OSError as e:   # disk full, read-only, no permission (WriteFailed names the file)
         if not isinstance(e, WriteFailed):
             e = WriteFailed(e.filename or out, e.strerror or str(e))
-        where = (f"resumes from the checkpoint after round {checkpointed}" if checkpointed
-                 else "starts it over (no checkpoint was written)")
         raise RunFault(f"{e}; the files written before are intact; once the cause is fixed the same command with "
-                       f"hydra.run.dir={out} {where}") from None
+                       f"hydra.run.dir={out} {resume_hint(checkpointed)}") from None
+    except Exception as e:   # noqa: BLE001 -- out of memory is a fault of the machine; anything else propagates
+        if not out_of_memory(e):
+            raise
+        what = " ".join(". ".join(str(e).split(". ")[:2]).split())[:160]   # e.g. "CUDA out of memory. Tried to ..."
+        raise RunFault(f"out of memory on {fed.device.type} in round {done + 1} ({what}); the files written before "
+                       f"are intact; with fewer jobs on the device, or a smaller run (e.g. lower "
+                       f"partition.num_clients), the same command with hydra.run.dir={out} "
+                       f"{resume_hint(checkpointed)}") from None
     finally:
         for lg in loggers:
             try:
@@ -162,6 +168,20 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
         close_run_log(log)
         if bar is not None:
             bar.close()
+
+
+def resume_hint(checkpointed: int) -> str:
+    """What the same command does after a fault: resume from the last checkpoint, or start over."""
+    return (f"resumes from the checkpoint after round {checkpointed}" if checkpointed
+            else "starts it over (no checkpoint was written)")
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """An allocation the device could not serve: CUDA's OutOfMemoryError (other processes on a shared card:
+    15 per-client jobs on one H100 crashed so, docs/results/paper_protocol/cam_fmnist_table1.md), the CPU
+    allocator's "can't allocate memory", or Python's MemoryError. Not an OSError (handled apart)."""
+    oom = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+    return isinstance(e, (oom, MemoryError)) or (isinstance(e, RuntimeError) and "can't allocate memory" in str(e))
 
 
 def progress_bar(cfg, first_round: int):

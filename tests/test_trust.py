@@ -560,6 +560,52 @@ def test_a_read_only_directory_mid_run_is_one_line_and_the_run_resumes_after(tmp
     pd.testing.assert_frame_equal(pd.read_csv(out / "metrics.csv"), uninterrupted)
 
 
+@pytest.mark.parametrize("error", ["cuda", "cpu"])
+def test_out_of_memory_mid_run_is_one_line_and_the_run_resumes_after(tmp_path, monkeypatch, uninterrupted, error):
+    """An allocation fails in round 4 (a shared GPU filled by other jobs: with 15 jobs at once on one H100, 16
+    jobs crashed so in 545 s, 2026-11-26). The run stops with one line that says where it resumes, its checkpoint
+    kept, and the same command then ends with the metrics of an uninterrupted run."""
+    import torch
+    import fedcluster.runner as runner
+    from fedcluster.errors import RunFault
+    out = tmp_path / "run"
+    overrides = SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]
+    real, calls = runner.evaluate, []
+    fault = (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 246.00 MiB. GPU 0 has a total capacity "
+                                    "of 79.18 GiB of which 86.06 MiB is free.\nProcess 465 has 3.33 GiB in use")
+             if error == "cuda" else
+             RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
+                          "you tried to allocate 7000000000 bytes. Error code 12 (Cannot allocate memory)"))
+
+    def evaluate(*a, **kw):
+        calls.append(1)
+        if len(calls) == 4:
+            raise fault
+        return real(*a, **kw)
+    monkeypatch.setattr(runner, "evaluate", evaluate)
+    with pytest.raises(RunFault) as e:
+        run(make_cfg(overrides), out)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("out of memory on cpu in round 4 (") \
+        and "resumes from the checkpoint after round 3" in message, message
+    assert ("CUDA out of memory. Tried to allocate 246.00 MiB" if error == "cuda" else "can't allocate memory") \
+        in message
+    assert (out / CHECKPOINT).exists() and not (out / "summary.json").exists()
+    monkeypatch.setattr(runner, "evaluate", real)
+    run(make_cfg(overrides), out)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "metrics.csv"), uninterrupted)
+
+
+def test_other_errors_mid_run_are_not_taken_for_out_of_memory(tmp_path, monkeypatch):
+    import fedcluster.runner as runner
+
+    def evaluate(*a, **kw):
+        raise RuntimeError("shape mismatch: a bug, not a full device")
+    monkeypatch.setattr(runner, "evaluate", evaluate)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        run(make_cfg(SMALL + ["rounds=2", "algorithm.selection_size=6"]), tmp_path / "run")
+
+
 def test_a_full_disk_mid_run_is_one_line_and_the_run_resumes_after(tmp_path, small_disk):
     out = small_disk / "run"
     args = ["rounds=60", "checkpoint_every=2", "plots=false", f"hydra.run.dir={out}"]
