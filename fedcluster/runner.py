@@ -112,6 +112,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
                 raise
             record.keep_client_rows(plan, alg, fed, result)
             alg.aggregate(t, plan, result.params, fed)
+            del result   # the round's trained rows and optimizer states: not held while the next round trains
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
             last = t == cfg.rounds - 1

@@ -16,7 +16,8 @@ batch's activations (FedAvg 84 MB, local 90, IFCA 76 per client, FeSEM-CAM 184 p
 `fedcluster +preset=cam/table1 hydra.mode=RUN algorithm=A num_clusters=5 partition=cluster_dirichlet
 partition.num_clients=N dataset.train_size=150N dataset.test_size=25N rounds=2 warmup_rounds=1
 eval_every=1` at N = 10 and 40, 2026-11-26). The check counts 8, below every measured value;
-tests/test_memory_estimate.py measures the same growth for an MLP (15.8-16.7 copies) and fails
+tests/test_memory_estimate.py measures the same growth for an MLP (14.2-15.5 copies; 15.8-16.7 while the
+runner held a round's trained rows through the next round's training) and fails
 if it ever falls below 8. Before, it counted 3
 per client and no rows: 200-client FeSEM-CAM with that CNN passed it at about 5 GB and was killed
 by the kernel at 16 GB (2026-11-26)."""
