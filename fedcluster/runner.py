@@ -154,7 +154,8 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     except Exception as e:   # noqa: BLE001 -- out of memory is a fault of the machine; anything else propagates
         if not out_of_memory(e):
             raise
-        what = " ".join(". ".join(str(e).split(". ")[:2]).split())[:160]   # e.g. "CUDA out of memory. Tried to ..."
+        text = " ".join(str(e).split())                     # the message on one line
+        what = ". ".join(text.split(". ")[:2])[:160]        # its first two sentences: "CUDA out of memory. Tried to ..."
         raise RunFault(f"out of memory on {fed.device.type} in round {done + 1} ({what}); the files written before "
                        f"are intact; with fewer jobs on the device, or a smaller run (e.g. lower "
                        f"partition.num_clients), the same command with hydra.run.dir={out} "

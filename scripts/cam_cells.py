@@ -16,14 +16,14 @@ by seed where both rows have the same seeds (the same data draws), Welch otherwi
 """
 import argparse
 import csv
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fedcluster.results.compare import difference          # noqa: E402
-from fedcluster.tables.paper_numbers import number, reported  # noqa: E402
+from fedcluster.results.cells import Reported, Stat, Verdict  # noqa: E402
+from fedcluster.results.compare import difference             # noqa: E402
+from fedcluster.tables.paper_numbers import number, reported   # noqa: E402
 
 CONTROL = "distance_on=fc startup_epochs=3"
 # (method, options) -> (label, the paper's row it is compared with)
@@ -56,36 +56,31 @@ def values(rows, column):
     return {int(r["seed"]): float(r[column]) for r in rows if r[column] not in ("", None)}
 
 
-def spread(vals, digits=1):
-    if not vals:
-        return "–"
-    v = list(vals.values())
-    mean = statistics.fmean(v)
-    return f"{mean:.{digits}f}" if len(v) == 1 else f"{mean:.{digits}f} ± {statistics.stdev(v):.{digits}f}"
+def stat(vals, style="pct") -> Stat:
+    """Mean ± sample std over the seeds (fedcluster.results.cells.Stat, as fedcluster-report shows them)."""
+    return Stat.of(vals.values(), style=style)
 
 
 def paper_cell(table, partition, k, method, metric):
+    """The paper's mean ± std for this cell and method (Reported), or None."""
     rows = reported(table, setting=partition, method=method, dataset="fashion_mnist", metric=metric)
     rows = rows[rows["k"].astype(float) == float(k if method not in ("fedavg", "fedprox") else 1)]
     if rows.empty:
-        return None, None
-    return number(rows.iloc[0]["mean"]), number(rows.iloc[0]["std"])
+        return None
+    return Reported(number(rows.iloc[0]["mean"]), number(rows.iloc[0]["std"]), digits=2)
 
 
-def verdict(ours, paper):
-    mean, std = paper
-    if not ours or mean is None:
+def verdict(ours: Stat, paper) -> str:
+    """fedcluster.results.cells.Verdict (our mean against the paper's ± 2 std), in this page's words."""
+    v = Verdict.of(ours, paper) if paper is not None else None
+    if v is None:
         return ""
-    diff = statistics.fmean(ours.values()) - mean
-    sign = "+" if diff >= 0 else "−"
-    if std is None:
-        return f"{sign}{abs(diff):.1f} (no std)"
-    return f"{sign}{abs(diff):.1f}, {'within' if abs(diff) <= 2 * std else 'outside'}"
+    sign = f"{'+' if v.diff >= 0 else '−'}{abs(v.diff):.1f}"
+    return f"{sign} (no std)" if v.within is None else f"{sign}, {'within' if v.within else 'outside'}"
 
 
-def show_paper(p):
-    mean, std = p
-    return "–" if mean is None else (f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}")
+def show_paper(paper) -> str:
+    return "–" if paper is None else paper.text()
 
 
 def cell_table(table, partition, k, rows):
@@ -110,9 +105,9 @@ def cell_table(table, partition, k, rows):
         p_acc = paper_cell(table, partition, k, paper_method, "accuracy")
         p_f1 = paper_cell(table, partition, k, paper_method, "macro_f1")
         seeds = " ".join(str(s) for s in sorted(micro))   # the seeds the means are over
-        out.append(f"| {label} | {seeds} | {spread(micro)} | {show_paper(p_acc)} | {verdict(micro, p_acc)} | "
-                   f"{spread(values(g, 'acc'))} | {spread(values(g, 'macro_f1'))} | {show_paper(p_f1)} | "
-                   f"{spread(values(g, 'ari'), 2)} |")
+        out.append(f"| {label} | {seeds} | {stat(micro)} | {show_paper(p_acc)} | {verdict(stat(micro), p_acc)} | "
+                   f"{stat(values(g, 'acc'))} | {stat(values(g, 'macro_f1'))} | {show_paper(p_f1)} | "
+                   f"{stat(values(g, 'ari'), 'g')} |")
     out.append("")
     for cam, cam_opt, base, base_opt in PAIRS:
         if (cam, cam_opt) in groups and (base, base_opt) in groups:
