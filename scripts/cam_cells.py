@@ -12,6 +12,11 @@ sensitivity row. "within"/"outside": our mean against the paper's mean ± 2 of t
 one std per cell). Differences (IFCA-CAM − IFCA, FeSEM-CAM − the control) use fedcluster.results.compare: paired
 by seed where both rows have the same seeds (the same data draws), Welch otherwise.
 
+Devices: a cell may hold seeds run on an H100 and seeds of the same configuration run on this CPU (their
+arithmetic differs, their config and data draw do not); a CPU seed is marked "(CPU)" in the seeds column. A
+configuration and seed run on both is counted once, with its GPU run (the page's main device), and both runs are
+listed under the cell as a device cross-check, so the choice is shown, never silent.
+
   python scripts/cam_cells.py OUT.md CSV [CSV ...]
 """
 import argparse
@@ -51,6 +56,18 @@ def load(paths):
     return rows
 
 
+def device_kind(row) -> str:
+    """'cpu' or 'cuda': the first word of the run's device ("cuda (NVIDIA H100 80GB HBM3)")."""
+    kind = (row.get("device") or "").split(" ")[0]
+    if kind not in ("cpu", "cuda"):
+        raise SystemExit(f"cam_cells.py: run {row['run_dir']!r} has device {row.get('device')!r}; allowed: cpu, cuda")
+    return kind
+
+
+def seed_label(row) -> str:
+    return f"{row['seed']} (CPU)" if device_kind(row) == "cpu" else str(row["seed"])
+
+
 def values(rows, column):
     """{seed: value} of a column (percent or ARI), leaving out empty cells."""
     return {int(r["seed"]): float(r[column]) for r in rows if r[column] not in ("", None)}
@@ -84,14 +101,20 @@ def show_paper(paper) -> str:
 
 
 def cell_table(table, partition, k, rows):
-    groups = {}
+    groups, cross = {}, []
     for r in rows:
         group = groups.setdefault((r["method"], r["options"]), [])
         twin = next((o for o in group if o["seed"] == r["seed"]), None)
-        if twin is not None:   # two folders of one configuration and seed: never one of them silently
+        if twin is not None and device_kind(twin) == device_kind(r):
+            # two folders of one configuration and seed on one device: never one of them silently
             raise SystemExit(f"cam_cells.py: {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
                              f"runs, {twin['run_dir']!r} and {r['run_dir']!r}; allowed: one run per "
-                             f"configuration and seed")
+                             f"configuration, seed and device")
+        if twin is not None:   # one on each device: the GPU run counts, both are listed below the cell
+            gpu, cpu = (twin, r) if device_kind(r) == "cpu" else (r, twin)
+            cross.append(gpu | {"cpu_micro": cpu["micro_acc"]})
+            group[group.index(twin)] = gpu
+            continue
         group.append(r)
     order = [g for g in CORE if g in groups] + sorted(g for g in groups if g not in CORE)
     out = [f"### {CELL_NAMES.get(table, table)}, {partition}, K = {k}", "",
@@ -104,7 +127,8 @@ def cell_table(table, partition, k, rows):
         micro = values(g, "micro_acc")
         p_acc = paper_cell(table, partition, k, paper_method, "accuracy")
         p_f1 = paper_cell(table, partition, k, paper_method, "macro_f1")
-        seeds = " ".join(str(s) for s in sorted(micro))   # the seeds the means are over
+        seeds = " ".join(seed_label(r) for r in sorted(g, key=lambda r: int(r["seed"]))
+                         if r["micro_acc"] not in ("", None))   # the seeds the means are over
         out.append(f"| {label} | {seeds} | {stat(micro)} | {show_paper(p_acc)} | {verdict(stat(micro), p_acc)} | "
                    f"{stat(values(g, 'acc'))} | {stat(values(g, 'macro_f1'))} | {show_paper(p_f1)} | "
                    f"{stat(values(g, 'ari'), 'g')} |")
@@ -117,6 +141,9 @@ def cell_table(table, partition, k, rows):
                 if d is not None:
                     parts.append(f"{name} {d.text()} ({d.test}, {d.n})")
             out.append(f"- {CORE[(cam, cam_opt)][0]} − {CORE[(base, base_opt)][0]}: " + "; ".join(parts))
+    for r in sorted(cross, key=lambda r: (r["method"], r["options"], int(r["seed"]))):
+        out.append(f"- Device cross-check, {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']}: micro "
+                   f"{float(r['micro_acc']):.1f} on the GPU (counted above), {float(r['cpu_micro']):.1f} on this CPU")
     out.append("")
     return out
 
@@ -135,7 +162,9 @@ def main(argv=None):
              "Mean ± sample std over the seeds listed (one seed: its value). Paper: Fed-CAM's mean ± std "
              "(200 clients; ours 20 clients at the paper's per-client scale). '− paper': our micro accuracy minus "
              "the paper's, within or outside its mean ± 2 std. Differences: 95 % interval, paired by seed where "
-             "both rows have the same seeds, Welch otherwise; '*' where it excludes 0.", ""]
+             "both rows have the same seeds, Welch otherwise; '*' where it excludes 0. Seeds marked (CPU) ran on this "
+             "machine's CPU, the others on an H100 (same configuration; a run on both counts once, its GPU run, "
+             "and both are listed as a device cross-check).", ""]
     for key in sorted(cells, key=lambda c: (c[0], c[1], c[2])):
         lines += cell_table(*key, cells[key])
     text = "\n".join(lines).rstrip() + "\n"

@@ -18,14 +18,18 @@ FIELDS = ["table", "partition", "K", "method", "options", "seed", "acc", "micro_
           "cluster_sizes", "device", "wall_time_s", "run_dir"]
 
 
-def write(path, rows):
+GPU = "cuda (NVIDIA H100 80GB HBM3)"
+
+
+def write(path, rows, device=GPU):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
         for method, options, seed, micro in rows:
             w.writerow({"table": "cam_table1", "partition": "cluster_dirichlet", "K": 5, "method": method,
                         "options": options, "seed": seed, "acc": micro, "micro_acc": micro, "macro_f1": micro - 10,
-                        "ari": 0.5, "run_dir": f"{method},{options},seed={seed}"})
+                        "ari": 0.5, "device": device,
+                        "run_dir": f"{method},{options},seed={seed}{',cpu' if device == 'cpu' else ''}"})
     return path
 
 
@@ -77,8 +81,26 @@ def test_one_configuration_and_seed_twice_is_refused(tmp_path):
     would leave one of them out of the mean silently; the page is not made."""
     a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0)])
     with open(a, "a", newline="") as f:
-        csv.writer(f).writerow(["cam_table1", "cluster_dirichlet", 5, "ifca", "", 0, 80.0, 80.0, 70.0, 0.5, "", "",
+        csv.writer(f).writerow(["cam_table1", "cluster_dirichlet", 5, "ifca", "", 0, 80.0, 80.0, 70.0, 0.5, "", GPU,
                                 "", "ifca,seed=0,another_folder"])
     with pytest.raises(SystemExit, match="seed 0 has two runs"):
         cam_cells.main([str(tmp_path / "cells.md"), str(a)])
     assert not (tmp_path / "cells.md").exists()
+
+
+def test_cpu_seeds_are_marked_and_a_run_on_both_devices_counts_once(tmp_path):
+    """Seed 1 of IFCA ran only on the CPU: it is in the mean, marked. Seed 0 ran on both: the GPU run (90.0)
+    counts, the CPU run (95.0) does not enter the mean, and both are listed as a device cross-check."""
+    gpu = write(tmp_path / "gpu.csv", [("ifca", "", 0, 90.0), ("ifca", "", 2, 92.0)])
+    cpu = write(tmp_path / "cpu.csv", [("ifca", "", 0, 95.0), ("ifca", "", 1, 91.0)], device="cpu")
+    out = tmp_path / "cells.md"
+    cam_cells.main([str(out), str(gpu), str(cpu)])
+    text = out.read_text()
+    assert "| IFCA | 0 1 (CPU) 2 | 91.0 ± 1.0 |" in text
+    assert "Device cross-check, ifca (defaults) seed 0: micro 90.0 on the GPU (counted above), 95.0 on this CPU" in text
+
+
+def test_a_run_without_a_known_device_is_refused(tmp_path):
+    a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0)], device="mps")
+    with pytest.raises(SystemExit, match="device 'mps'; allowed: cpu, cuda"):
+        cam_cells.main([str(tmp_path / "cells.md"), str(a)])
