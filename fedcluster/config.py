@@ -102,7 +102,7 @@ def _unique() -> str:
 NAME_MAX = 255   # bytes in one path component on Linux and macOS file systems
 
 
-def _subdir(override_dirname: str) -> str:
+def sweep_job_dirname(override_dirname: str) -> str:
     """A sweep job's directory: its overrides (the keys that change results), or `default`.
     A name over the file system's NAME_MAX keeps its first bytes and ends in `~` and 12 hex digits of
     the whole name's SHA-256, so it stays one directory per override set (a re-run finds it again)
@@ -125,7 +125,7 @@ def register_resolvers() -> None:
     cache into every job's config (ConfigLoader.load_sweep_config) and the cache travels with the
     pickled config, so a job in another process (joblib, submitit, Ray, SLURM) resolves
     hydra.sweep.dir to the directory the sweep announced, not to one with its own suffix."""
-    for name, fn, cached in (("fc_unique", _unique, True), ("fc_subdir", _subdir, False),
+    for name, fn, cached in (("fc_unique", _unique, True), ("fc_subdir", sweep_job_dirname, False),
                              ("fc_name_excluded_keys", _name_excluded_keys, False)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=cached)

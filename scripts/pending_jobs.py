@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hydra._internal.config_loader_impl import get_overrides_dirname          # noqa: E402
 from hydra.core.override_parser.overrides_parser import OverridesParser      # noqa: E402
 
-from fedcluster.config import _subdir                                        # noqa: E402
+from fedcluster.config import sweep_job_dirname                               # noqa: E402
 from fedcluster.identity import NAME_EXCLUDED_KEYS                           # noqa: E402
 
 SWEPT = "hydra.sweeper.params."
@@ -37,8 +37,9 @@ def folder_name(line: str) -> str:
         key, value = token.split("=", 1)
         overrides[key[len(SWEPT):] if key.startswith(SWEPT) else key] = value
     parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in overrides.items()])
-    return _subdir(get_overrides_dirname(overrides=parsed, exclude_keys=list(NAME_EXCLUDED_KEYS),
-                                         item_sep=",", kv_sep="="))
+    dirname = get_overrides_dirname(overrides=parsed, exclude_keys=list(NAME_EXCLUDED_KEYS), item_sep=",",
+                                    kv_sep="=")
+    return sweep_job_dirname(dirname)
 
 
 def canonical(name: str) -> str:
