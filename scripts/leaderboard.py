@@ -51,12 +51,24 @@ def setting_of(run) -> str:
 
 
 def collect(root: Path):
-    """{setting: {method: {seed: summary}}} from every finished run under root."""
+    """{setting: {method: {seed: summary}}} from every finished run under root. Two runs of one cell and
+    seed (e.g. the same job run on this CPU and, in a sweep of its own, on a GPU) stop it with a one-line
+    error naming both: one of them would otherwise replace the other in the mean unseen."""
     found = discover(root)
-    table = {}
+    table, where = {}, {}
     for r in found.runs:
-        table.setdefault(setting_of(r), {}).setdefault(str(r.summary.get("algorithm")), {})[r.seed] = r.summary
+        key = (setting_of(r), str(r.summary.get("algorithm")), r.seed)
+        if key in where:
+            raise SystemExit(f"leaderboard.py: {key[1]} seed {key[2]} in {key[0]} has two runs, {where[key]} and "
+                             f"{r.path}; allowed: one run per method, setting and seed (move one out of {root})")
+        where[key] = r.path
+        table.setdefault(key[0], {}).setdefault(key[1], {})[key[2]] = r.summary
     return table, found
+
+
+def device_kind(summary) -> str:
+    """'cpu', 'cuda', ...: the first word of the run's recorded device ("cuda (NVIDIA H100 80GB HBM3)")."""
+    return str(summary.get("device") or "not recorded").split(" ")[0]
 
 
 def read_plan(root: Path) -> dict:
@@ -107,10 +119,12 @@ def time_section(table: dict, plan: dict) -> list:
     """The finished runs' wall time, and the rest estimated from the median run time of their setting, or of
     their data set's runs for a setting not started (the median, because a run paused for other work, or sharing the cores with more jobs, keeps
     that time in its wall time)."""
-    walls = {s: [x.get("wall_time_s") for seeds in col.values() for x in seeds.values() if x.get("wall_time_s")]
+    walls = {s: [x.get("wall_time_s") for seeds in col.values() for x in seeds.values()
+                 if x.get("wall_time_s") and device_kind(x) == "cpu"]   # a GPU's times would skew this machine's
              for s, col in table.items()}
-    done = sum(len(w) for w in walls.values())
-    if not done:
+    timed = sum(len(w) for w in walls.values())
+    done = len(list(each_run(table)))
+    if not timed:
         return []
     total = sum(sum(w) for w in walls.values())
     out = ["## Time on this machine", "", "| setting | finished runs | minutes per run (median) | run-hours |",
@@ -118,9 +132,10 @@ def time_section(table: dict, plan: dict) -> list:
     for s in sorted(walls):
         if walls[s]:
             out.append(f"| {s} | {len(walls[s])} | {statistics.median(walls[s]) / 60:.1f} | {sum(walls[s]) / 3600:.2f} |")
-    out += ["", f"{done} finished runs took {total / 3600:.1f} run-hours (each run's `wall_time_s`; runs shared "
-            "the machine's cores with other jobs, and a run paused meanwhile keeps that time, so these are not "
-            "quiet-machine times)."]
+    out += ["", f"{timed} finished runs on this CPU took {total / 3600:.1f} run-hours (each run's `wall_time_s`; "
+            "runs shared the machine's cores with other jobs, and a run paused meanwhile keeps that time, so these "
+            "are not quiet-machine times)."
+            + (f" {done - timed} runs on other devices are left out of the times." if done > timed else "")]
     planned = sum(len(seeds) for methods in plan.values() for seeds in methods.values())
     if planned > done:
         overall = statistics.median([w for ws in walls.values() for w in ws])
@@ -147,8 +162,15 @@ def revision_section(table: dict) -> list:
         rev = (x.get("versions") or {}).get("revision") or "not recorded"
         count[rev] = count.get(rev, 0) + 1
     listed = ", ".join(f"{rev} ({n} runs)" for rev, n in sorted(count.items()))
+    devices = {}
+    for _, x in each_run(table):
+        devices[device_kind(x)] = devices.get(device_kind(x), 0) + 1
+    on = ", ".join(f"{d} ({n} runs)" for d, n in sorted(devices.items()))
     return [f"Code the runs were made with (git revision of fedcluster's checkout; 'not recorded' for runs "
-            f"before revisions were recorded, 2026-11-26): {listed}.", ""]
+            f"before revisions were recorded, 2026-11-26): {listed}.", "",
+            f"Devices the runs ran on: {on}." + (" A cell may hold seeds from each (the same configuration; the "
+                                                  "device changes only the arithmetic)." if len(devices) > 1 else ""),
+            ""]
 
 
 def own_settings_section(found) -> list:
@@ -235,6 +257,8 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
         out += [f"![accuracy by setting]({figure})", ""]
     out += time_section(table, plan or {})
     out += ["## Missing cells", ""] + ([f"- {x}" for x in missing] if missing else ["None: every cell has 3 seeds."]) + [""]
+    if found is not None and found.skipped:   # never dropped silently: each with why
+        out += ["## Runs not counted", ""] + [f"- {shown(x.path)}: {x.reason}" for x in found.skipped] + [""]
     return "\n".join(out)
 
 
@@ -289,7 +313,8 @@ def main(argv=None) -> int:
         link = a.figure
     write_text(a.out, render(table, a.sweep, str(link), read_plan(a.sweep), found))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
-    print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}")
+    print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}"
+          + (f" ({len(found.skipped)} not counted, listed on the page)" if found.skipped else ""))
     return 0
 
 

@@ -43,11 +43,15 @@ def folder_name(line: str) -> str:
 
 
 def canonical(name: str) -> str:
-    """A folder name compared without its spelling of booleans: a sweep writes a bool as `True` where the
-    command line said `true` (observed: `algorithm.report_label_pick=True` from `...=true`)."""
+    """A folder name compared without its spelling of booleans (a sweep writes a bool as `True` where the
+    command line said `true`; observed: `algorithm.report_label_pick=True` from `...=true`) and without
+    `hardware=...`: a job finished on this CPU is not redone on a GPU, nor the other way round (the same
+    configuration; cam_cells.py and leaderboard.py say which device ran each seed)."""
     items = []
     for item in name.split(","):
         key, _, value = item.partition("=")
+        if key == "hardware":
+            continue
         items.append(f"{key}={value.lower()}" if value in ("True", "False", "true", "false") else item)
     return ",".join(sorted(items))
 

@@ -4,6 +4,7 @@ their intervals, the significantly-best mark and the missing cells, and draws it
 import importlib.util
 import math
 
+import pytest
 
 from conftest import ROOT, make_cfg
 from fedcluster.assemble import build
@@ -84,7 +85,7 @@ def test_missing_cells_include_planned_settings_not_started_and_the_time_is_summ
     for seed in range(3):
         make_run(tmp_path / f"clove_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "clove"}},
                  {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
-                  "algorithm": "clove", "wall_time_s": 120.0})
+                  "algorithm": "clove", "wall_time_s": 120.0, "device": "cpu"})
     (tmp_path / leaderboard.PLAN).write_text(
         "dataset\tpartition\tmethod\tseed\n"
         + "".join(f"fashion_mnist\t{p}\t{m}\t{s}\n" for p in ("label_skew1", "label_skew3")
@@ -98,6 +99,45 @@ def test_missing_cells_include_planned_settings_not_started_and_the_time_is_summ
     assert "clove" not in missing.split("label_skew3")[0]                 # its 3 seeds ran
     assert "| fashion_mnist/label_skew1 K=2 | 3 | 2.0 | 0.10 |" in text       # 3 runs of 120 s
     assert "The 9 planned runs not finished would take about 0 run-hours" in text   # 9 x 2 min
+
+
+def test_a_gpu_run_counts_as_finished_but_not_in_this_machines_times_and_the_devices_are_named(tmp_path):
+    for seed, device in enumerate(["cpu", "cpu", "cuda (NVIDIA H100 80GB HBM3)"]):
+        make_run(tmp_path / f"clove_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "clove"}},
+                 {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
+                  "algorithm": "clove", "wall_time_s": 120.0 if device == "cpu" else 15.0, "device": device})
+    out = tmp_path / "lb.md"
+    assert leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")]) == 0
+    text = out.read_text()
+    assert "Devices the runs ran on: cpu (2 runs), cuda (1 runs). A cell may hold seeds from each" in text
+    assert "| fashion_mnist/label_skew1 K=2 | 2 | 2.0 | 0.07 |" in text            # the two CPU runs only
+    assert "1 runs on other devices are left out of the times." in text
+    assert "None: every cell has 3 seeds." in text                                 # the GPU seed is finished
+
+
+def test_two_runs_of_one_cell_and_seed_are_refused(tmp_path):
+    """Two runs of one method, setting and seed with different settings (here a solver value) would
+    otherwise replace one another in the cell unseen."""
+    for name, lr in (("clove_s0", 0.1), ("clove_s0_lr", 0.01)):
+        make_run(tmp_path / name, 0, {"algorithm": {"_target_": "x", "name": "clove"}, "train.lr": lr},
+                 {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
+                  "algorithm": "clove", "device": "cpu"})
+    with pytest.raises(SystemExit, match="clove seed 0 in fashion_mnist/label_skew1 K=2 has two runs"):
+        leaderboard.collect(tmp_path)
+
+
+def test_a_run_repeating_another_is_listed_as_not_counted(tmp_path):
+    """The same config and seed twice (the same job on this CPU and on a GPU): the report's discovery keeps
+    one, and the page names the other, with the run it repeats, instead of dropping it silently."""
+    for name, device in (("clove_s0", "cpu"), ("clove_s0_again", "cuda (NVIDIA H100 80GB HBM3)")):
+        make_run(tmp_path / name, 0, {"algorithm": {"_target_": "x", "name": "clove"}},
+                 {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
+                  "algorithm": "clove", "device": device})
+    out = tmp_path / "lb.md"
+    assert leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")]) == 0
+    text = out.read_text()
+    assert "## Runs not counted" in text
+    assert "clove_s0_again: duplicate: the same config and seed 0 as" in text
 
 
 def test_no_best_mark_where_the_difference_is_not_significant(tmp_path):

@@ -48,3 +48,19 @@ def test_finished_jobs_are_dropped_and_the_first_place_kept(tmp_path):
     assert len(kept) == len(set(full)) - 2
     assert kept[:len(core) - 2] == core[2:]          # the core rows first, as the caller ordered them
     assert core[0] not in kept and core[1] not in kept
+
+
+def test_a_job_finished_on_another_device_is_not_queued_again(tmp_path):
+    """A GPU queue line (hardware=cuda) whose configuration and seed finished on this CPU (a folder without
+    hardware=...) is dropped, and the other way round."""
+    gpu_line, other = table_queue("core")[:2]
+    cpu_line = other.replace(" hardware=cuda", "")
+    assert cpu_line != other
+    done = tmp_path / "done"
+    for line in (gpu_line.replace(" hardware=cuda", ""), other):
+        (done / pending_jobs.folder_name(line)).mkdir(parents=True)
+        (done / pending_jobs.folder_name(line) / "summary.json").write_text("{}")
+    queue_in, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    queue_in.write_text(f"{gpu_line}\n{cpu_line}\n")
+    pending_jobs.main([str(queue_in), str(out), "--done", str(done)])
+    assert out.read_text() == ""
