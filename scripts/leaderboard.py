@@ -19,6 +19,16 @@ run folders, can be replaced in between. A session goes on from them like this:
   bash scripts/leaderboard.sh docs/results/leaderboard_runs plan          # the plan beside the runs
   python scripts/leaderboard.py docs/results/leaderboard_runs             # this page, from the commit
 
+A session lent a GPU runs the cells not finished there instead, ten jobs at a time (scripts/run_queue.sh;
+a job finished on either device is not queued again, scripts/pending_jobs.py):
+
+  bash scripts/leaderboard.sh gpu_runs/lb all --list hardware=cuda > /tmp/lb_queue.txt
+  mkdir -p .gpuq && python scripts/pending_jobs.py /tmp/lb_queue.txt .gpuq/queue.txt --done docs/results/leaderboard_runs
+  bash scripts/run_queue.sh .gpuq/queue.txt gpu_runs 545 10      # on the GPU machine (carry .whl .fmnist .gpuq)
+  python scripts/archive_runs.py UNPACKED/gpu_runs/lb docs/results/leaderboard_runs   # here, from finished.tgz
+
+The page names the devices the runs ran on; its times are this CPU's runs only.
+
   python scripts/leaderboard.py SWEEP_DIR [--out docs/leaderboard.md] [--figure docs/figures/leaderboard.png]
 """
 import argparse
