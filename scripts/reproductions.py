@@ -97,7 +97,7 @@ def render(entries: list) -> str:
         for e in mine:
             results = ", ".join(f"[{Path(p).name}]({Path(p).relative_to('docs').as_posix() if p.startswith('docs/') else p})"
                                 for p in _as_list(e.get("results")))
-            status = e["status"] + ("" if e.get("data") in (None, "here") else f" ({e['data']})")
+            status = e["status"] + ("" if e.get("data") in (None, "here") else f"; data {e['data']}")
             command = f"`{e['preset']}`" if e.get("preset") else None
             out.append(f"| {_cell(e['table'])} | {_cell(e.get('what'))} | {_cell(status)} | {_cell(e.get('reason'))} "
                        f"| {_cell(command)} | {_cell(e.get('time'))} | {_cell(results)} |")
