@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedcluster.assemble import build_data, make   # noqa: E402
 from fedcluster.config import compose_config       # noqa: E402
+from fedcluster.io import write_text                # noqa: E402
 
 
 def class_counts(split, num_classes: int) -> torch.Tensor:
@@ -61,9 +62,9 @@ def main(argv=None):
     rows = [skew(a.overrides, int(s)) for s in a.seeds.split(",")]
     for r in rows:
         print(json.dumps(r), flush=True)
-    if a.json:
-        with open(a.json, "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    if a.json:   # appended to what the file holds, written whole through a temporary file
+        before = a.json.read_text() if a.json.exists() else ""
+        write_text(a.json, before + "".join(json.dumps(r) + "\n" for r in rows))
 
 
 if __name__ == "__main__":

@@ -172,13 +172,17 @@ def revision_section(table: dict) -> list:
         rev = (x.get("versions") or {}).get("revision") or "not recorded"
         count[rev] = count.get(rev, 0) + 1
     listed = ", ".join(f"{rev} ({n} runs)" for rev, n in sorted(count.items()))
+    return [f"Code the runs were made with (git revision of fedcluster's checkout; 'not recorded' for runs "
+            f"before revisions were recorded, 2026-11-26): {listed}.", ""]
+
+
+def device_section(table: dict) -> list:
+    """Which devices ran the runs: a later session lent a GPU may finish cells this CPU started."""
     devices = {}
     for _, x in each_run(table):
         devices[device_kind(x)] = devices.get(device_kind(x), 0) + 1
     on = ", ".join(f"{d} ({n} runs)" for d, n in sorted(devices.items()))
-    return [f"Code the runs were made with (git revision of fedcluster's checkout; 'not recorded' for runs "
-            f"before revisions were recorded, 2026-11-26): {listed}.", "",
-            f"Devices the runs ran on: {on}." + (" A cell may hold seeds from each (the same configuration; the "
+    return [f"Devices the runs ran on: {on}." + (" A cell may hold seeds from each (the same configuration; the "
                                                   "device changes only the arithmetic)." if len(devices) > 1 else ""),
             ""]
 
@@ -261,7 +265,7 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
             if any_value:
                 out.append(f"| {m} | " + " | ".join(cells) + " |")
         out.append("")
-    out += revision_section(table)
+    out += revision_section(table) + device_section(table)
     missing = missing_cells(table, plan or {})
     if figure:
         out += [f"![accuracy by setting]({figure})", ""]

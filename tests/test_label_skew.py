@@ -1,6 +1,7 @@
 """scripts/label_skew.py on configs the CLI composes: an n-class partition's clients hold exactly their
 classes and sit farther from the pool than a mild Dirichlet's; a regression dataset is refused."""
 import importlib.util
+import json
 
 import pytest
 
@@ -24,3 +25,11 @@ def test_nclass_clients_hold_their_classes_and_are_farther_from_the_pool_than_di
 def test_a_regression_dataset_is_refused():
     with pytest.raises(SystemExit, match="is a regression task; allowed: a classification dataset"):
         label_skew.skew(["dataset=synthetic"], seed=0)
+
+
+def test_json_lines_accumulate_over_calls(tmp_path):
+    out = tmp_path / "skew.jsonl"
+    for seeds in ("0", "0,1"):
+        label_skew.main(["--seeds", seeds, "--json", str(out), "--"] + DIGITS + ["partition=nclass"])
+    lines = out.read_text().splitlines()
+    assert [json.loads(x)["seed"] for x in lines] == [0, 0, 1]
