@@ -56,7 +56,8 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
     loggers = make_loggers(cfg.get("logger"))   # a missing tracker package is an error before anything is written
     requested = requested_config(cfg)
     with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
-        if owned.state == "complete":
+        if owned.state == "complete":   # nothing redone; a temp file of a process killed mid-write still goes
+            remove_stale_temp_files(owned.path)
             return {**owned.summary, "already_complete": True}
         return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed, loggers,
                           replace=owned.state == "replace")

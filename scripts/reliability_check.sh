@@ -233,7 +233,8 @@ killdir="$work/killed"
 "$FC" "${SMALL[@]}" rounds=40 checkpoint_every=2 "hydra.run.dir=$killdir" 2>/dev/null & pid=$!
 for _ in $(seq 300); do [ -e "$killdir/checkpoint.pt" ] && break; sleep 0.1; done
 sleep 0.5; kill -9 $pid; wait $pid 2>/dev/null
-# what the kill hit, for a failure's message (the case failed once in many runs, 2026-11-26, with rc=0 only)
+# what the kill hit, for a failure's message (the case failed once in many runs, 2026-11-26, with rc=0 only; one cause
+# found: a run that ended before the kill was re-run as "nothing redone" without removing temp files, mended 2026-11-27)
 at_kill="summary.json $([ -e "$killdir/summary.json" ] && echo present || echo absent) after the kill, metrics.csv $(grep -c . "$killdir/metrics.csv" 2>/dev/null || echo 0) lines"
 touch "$killdir/.metrics.csv.stale.tmp"
 "$FC" "${SMALL[@]}" rounds=40 checkpoint_every=2 "hydra.run.dir=$killdir" 2>/dev/null; rc=$?

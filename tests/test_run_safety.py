@@ -215,6 +215,20 @@ def test_result_files_respect_the_umask_and_stale_temp_files_go(tmp_path):
             assert stat.S_IMODE(f.stat().st_mode) == 0o644, f.name
 
 
+def test_a_finished_runs_rerun_removes_stale_temp_files_and_changes_nothing_else(tmp_path):
+    """A process killed mid-write after its run finished leaves a temp file; the re-run that finds the finished
+    run (nothing redone) removes it under the lock, as a resumed run does (scripts/reliability_check.sh's
+    kill -9 case met this when the run ended before the kill)."""
+    out = tmp_path / "run"
+    cfg = make_cfg(SMALL + ["algorithm.selection_size=6"])
+    run(cfg, out)
+    before = snapshot(out)
+    (out / ".metrics.csv.k1l2.tmp").write_text("half a file")
+    summary = run(cfg, out)
+    assert summary["already_complete"] and not list(out.glob(".*.tmp"))
+    assert snapshot(out) == before
+
+
 def test_multirun_rerun_skips_finished_jobs_and_ignores_volatile_keys(tmp_path):
     sweep = tmp_path / "sweep"
     first = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "algorithm=fedsoft", "seed=0,1", "plots=false",
