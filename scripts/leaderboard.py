@@ -27,6 +27,7 @@ a job finished on either device is not queued again, scripts/pending_jobs.py):
   bash scripts/run_queue.sh .gpuq/queue.txt gpu_runs 545 10      # on the GPU machine (carry .whl .fmnist .gpuq)
   python scripts/archive_runs.py UNPACKED/gpu_runs/lb docs/results/leaderboard_runs   # here, from finished.tgz
 
+(`bash scripts/gpu_session_queue.sh .gpuq/queue.txt` writes one queue of these and Fed-CAM's unfinished jobs.)
 The page names the devices the runs ran on; its times are this CPU's runs only.
 
   python scripts/leaderboard.py SWEEP_DIR [--out docs/leaderboard.md] [--figure docs/figures/leaderboard.png]

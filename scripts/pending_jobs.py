@@ -6,8 +6,10 @@ committed per-run CSV (their folders were lost with a working machine; docs/resu
 cam_fmnist_table1.md), and a GPU session's minutes should not redo them. A job's folder name is the one Hydra
 gives it in a sweep (its result-changing overrides, fedcluster/identity.py NAME_EXCLUDED_KEYS left out, sorted),
 so it is compared with a CSV's `run_dir` column and with the run folders (those holding summary.json) under
-each DIR given. Concatenating lists (core rows first, then all rows) and passing them through here keeps the
-first occurrence of each job, so the order is the caller's priority.
+each DIR given. The name leaves the preset out, so a queue and its --done runs must be of the same presets
+(a queue whose lines of two presets share a name is refused). Concatenating lists (core rows first, then all
+rows) and passing them through here keeps the first occurrence of each job, so the order is the caller's
+priority.
 
   python scripts/pending_jobs.py QUEUE_IN QUEUE_OUT [--done CSV_OR_DIR ...]
 """
@@ -40,6 +42,11 @@ def folder_name(line: str) -> str:
     dirname = get_overrides_dirname(overrides=parsed, exclude_keys=list(NAME_EXCLUDED_KEYS), item_sep=",",
                                     kv_sep="=")
     return sweep_job_dirname(dirname)
+
+
+def preset_of(line: str) -> str:
+    """The job's +preset (a folder name leaves it out, so two presets' jobs can share a name)."""
+    return next((t.split("=", 1)[1] for t in line.split() if t.startswith("+preset=")), "")
 
 
 def canonical(name: str) -> str:
@@ -77,18 +84,22 @@ def main(argv=None):
     ap.add_argument("--done", nargs="*", default=[])
     args = ap.parse_args(argv)
     done = finished(args.done)
-    seen, keep, skipped, repeats = set(), [], 0, 0
+    seen, keep, skipped, repeats = {}, [], 0, 0
     for line in Path(args.queue_in).read_text().splitlines():
         if not line.strip():
             continue
         name = canonical(folder_name(line))
+        if name in seen and seen[name] != preset_of(line):
+            raise SystemExit(f"pending_jobs.py: {args.queue_in}: +preset={preset_of(line)} and +preset={seen[name]} "
+                             f"give one folder name, {name!r}; allowed: one preset per folder name (a folder name "
+                             f"leaves the preset out: queue each preset's jobs with the runs of that preset)")
         if name in seen:
             repeats += 1
         elif name in done:
             skipped += 1
         else:
             keep.append(line)
-        seen.add(name)
+        seen[name] = preset_of(line)
     tmp = Path(args.queue_out).with_suffix(".tmp")
     tmp.write_text("".join(f"{line}\n" for line in keep))
     tmp.replace(args.queue_out)

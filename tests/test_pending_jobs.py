@@ -5,6 +5,8 @@ import csv
 import importlib.util
 import subprocess
 
+import pytest
+
 from conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("pending_jobs", ROOT / "scripts" / "pending_jobs.py")
@@ -64,3 +66,31 @@ def test_a_job_finished_on_another_device_is_not_queued_again(tmp_path):
     queue_in.write_text(f"{gpu_line}\n{cpu_line}\n")
     pending_jobs.main([str(queue_in), str(out), "--done", str(done)])
     assert out.read_text() == ""
+
+
+def test_two_presets_sharing_a_folder_name_are_refused(tmp_path):
+    """A folder name leaves the preset out: the leaderboard's FedAvg on cluster-wise Dirichlet (CLoVE's
+    protocol) and Fed-CAM Table 1's have one name, so one queue of both would let one stand for the other."""
+    cam = next(l for l in table_queue("core") if "algorithm=fedavg" in l)
+    board = cam.replace("+preset=cam/table1", "+preset=clove/images")
+    queue_in = tmp_path / "in.txt"
+    queue_in.write_text(f"{cam}\n{board}\n")
+    with pytest.raises(SystemExit, match="give one folder name"):
+        pending_jobs.main([str(queue_in), str(tmp_path / "out.txt")])
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_the_gpu_session_queue_holds_every_unfinished_job_of_both_families_once(tmp_path):
+    queue = tmp_path / "gpuq" / "queue.txt"
+    out = subprocess.run(["bash", "scripts/gpu_session_queue.sh", str(queue)], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    lines = queue.read_text().splitlines()
+    assert f"gpu_session_queue.sh: {len(lines)} jobs" in out
+    assert len(set(lines)) == len(lines) and all("hardware=cuda" in l for l in lines)
+    cam = [l for l in lines if "+preset=cam/" in l]
+    board = [l for l in lines if "+preset=cam/" not in l]
+    assert lines == cam + board                                   # Fed-CAM first
+    finished_cam = pending_jobs.finished([ARCHIVE.parent, ARCHIVE.parent.parent / "cam_fmnist_h100_per_run.csv"])
+    assert not [l for l in cam if pending_jobs.canonical(pending_jobs.folder_name(l)) in finished_cam]
+    archived_board = list((ROOT / "docs" / "results" / "leaderboard_runs").rglob("summary.json"))
+    assert len(board) == 19 * 3 * 12 - len(archived_board)       # the leaderboard's plan less its archived runs
