@@ -63,7 +63,13 @@ def check_entry(i: int, e: dict, root: Path) -> None:
 
 
 def load(registry: Path = REGISTRY, root: Path = ROOT) -> list:
-    entries = yaml.safe_load(registry.read_text()) or []
+    try:
+        entries = yaml.safe_load(registry.read_text()) or []
+    except yaml.YAMLError as e:   # one line, where the registry breaks, not a traceback
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise RegistryError(f"{registry}{where}: not valid YAML ({getattr(e, 'problem', None) or e}); quote a text "
+                            f"that holds ': ' or '#'") from None
     if not isinstance(entries, list):
         raise RegistryError(f"{registry}: expected a list of entries")
     for i, e in enumerate(entries):

@@ -51,3 +51,10 @@ def test_a_malformed_entry_is_a_one_line_error(tmp_path, change, message):
     registry = _registry(tmp_path, {**ENTRY, **change})
     with pytest.raises(reproductions.RegistryError, match=message):
         reproductions.load(registry, tmp_path)
+
+
+def test_a_registry_that_is_not_valid_yaml_is_a_one_line_error(tmp_path):
+    registry = tmp_path / "reproductions.yaml"
+    registry.write_text("- paper: fedcam\n  reason: IFCA-CAM gains by about a point: Dirichlet K = 10\n")
+    with pytest.raises(reproductions.RegistryError, match=r"line 2, column \d+: not valid YAML .*quote a text"):
+        reproductions.load(registry, tmp_path)
