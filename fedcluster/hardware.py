@@ -40,6 +40,12 @@ class Hardware:
         return _DTYPES[self.dtype]
 
     def describe(self) -> str:
+        """What a run's summary.json records as its device ("cpu", "cuda (NVIDIA H100 80GB HBM3)")."""
         if self.torch_device.type == "cuda":
             return f"cuda ({torch.cuda.get_device_name(self.torch_device)})"
         return "cpu"
+
+
+def device_kind(described) -> str:
+    """The device type of a recorded device (Hardware.describe's text): "cpu", "cuda", or "not recorded"."""
+    return str(described).split(" ")[0] if described else "not recorded"

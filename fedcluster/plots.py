@@ -256,10 +256,7 @@ def partition_shares(data):
     weights over distributions (mixture partitions), or its sample count (reconstruction on a
     label partition), with the parts' names and what they measure."""
     if data.task == "classification":
-        counts = np.zeros((data.num_clients, data.num_classes))
-        y, n = data.train.y.cpu().numpy(), data.train.n.cpu().numpy()
-        for k in range(data.num_clients):
-            counts[k] = np.bincount(y[k, :n[k]].astype(int), minlength=data.num_classes)
+        counts = data.train.class_counts(data.num_classes).cpu().numpy().astype(float)
         return counts, [f"class {c}" for c in range(data.num_classes)], "training samples"
     if data.mixture.shape[1] > 0:
         return data.mixture.cpu().numpy(), list(data.distribution_names), "mixture weight"

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fedcluster.hardware import device_kind                    # noqa: E402
 from fedcluster.results.cells import Reported, Stat, Verdict  # noqa: E402
 from fedcluster.results.compare import difference             # noqa: E402
 from fedcluster.tables.paper_numbers import number, reported   # noqa: E402
@@ -56,16 +57,16 @@ def load(paths):
     return rows
 
 
-def device_kind(row) -> str:
-    """'cpu' or 'cuda': the first word of the run's device ("cuda (NVIDIA H100 80GB HBM3)")."""
-    kind = (row.get("device") or "").split(" ")[0]
+def row_device(row) -> str:
+    """'cpu' or 'cuda' (fedcluster.hardware.device_kind of the run's recorded device); anything else stops."""
+    kind = device_kind(row.get("device"))
     if kind not in ("cpu", "cuda"):
         raise SystemExit(f"cam_cells.py: run {row['run_dir']!r} has device {row.get('device')!r}; allowed: cpu, cuda")
     return kind
 
 
 def seed_label(row) -> str:
-    return f"{row['seed']} (CPU)" if device_kind(row) == "cpu" else str(row["seed"])
+    return f"{row['seed']} (CPU)" if row_device(row) == "cpu" else str(row["seed"])
 
 
 def values(rows, column):
@@ -105,13 +106,13 @@ def cell_table(table, partition, k, rows):
     for r in rows:
         group = groups.setdefault((r["method"], r["options"]), [])
         twin = next((o for o in group if o["seed"] == r["seed"]), None)
-        if twin is not None and device_kind(twin) == device_kind(r):
+        if twin is not None and row_device(twin) == row_device(r):
             # two folders of one configuration and seed on one device: never one of them silently
             raise SystemExit(f"cam_cells.py: {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
                              f"runs, {twin['run_dir']!r} and {r['run_dir']!r}; allowed: one run per "
                              f"configuration, seed and device")
         if twin is not None:   # one on each device: the GPU run counts, both are listed below the cell
-            gpu, cpu = (twin, r) if device_kind(r) == "cpu" else (r, twin)
+            gpu, cpu = (twin, r) if row_device(r) == "cpu" else (r, twin)
             cross.append(gpu | {"cpu_micro": cpu["micro_acc"]})
             group[group.index(twin)] = gpu
             continue

@@ -17,21 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedcluster.assemble import build_data, make   # noqa: E402
 from fedcluster.config import compose_config       # noqa: E402
 from fedcluster.io import write_text                # noqa: E402
-
-
-def class_counts(split, num_classes: int) -> torch.Tensor:
-    """[N, C] label counts of each client's real (unpadded) samples."""
-    y = torch.where(split.mask, split.y, torch.full_like(split.y, num_classes))   # padding -> an extra bin
-    counts = torch.zeros(y.shape[0], num_classes + 1, dtype=torch.long)
-    counts.scatter_add_(1, y.long(), torch.ones_like(y, dtype=torch.long))
-    return counts[:, :num_classes]
 
 
 def skew(overrides, seed: int) -> dict:
@@ -40,11 +30,11 @@ def skew(overrides, seed: int) -> dict:
     if data.task != "classification":
         raise SystemExit(f"label_skew.py: dataset={cfg.dataset.name} is a {data.task} task; allowed: a "
                          f"classification dataset")
-    train = class_counts(data.train, data.num_classes).double()
+    train = data.train.class_counts(data.num_classes).double()
     own = train / train.sum(1, keepdim=True)
     pool = train.sum(0) / train.sum()
     tv = 0.5 * (own - pool).abs().sum(1)
-    test = class_counts(data.local_test, data.num_classes).sum(0)
+    test = data.local_test.class_counts(data.num_classes).sum(0)
     return {"overrides": list(overrides), "seed": seed, "clients": data.num_clients,
             "mean_tv_to_pool": round(float(tv.mean()), 4), "min_tv": round(float(tv.min()), 4),
             "max_tv": round(float(tv.max()), 4),

@@ -37,6 +37,7 @@ import csv
 import math
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -44,6 +45,7 @@ from omegaconf import OmegaConf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fedcluster.hardware import device_kind  # noqa: E402
 from fedcluster.io import write_text  # noqa: E402
 from fedcluster.results.compare import mean_interval, significantly_best  # noqa: E402
 from fedcluster.results.runs import discover  # noqa: E402
@@ -75,11 +77,6 @@ def collect(root: Path):
         where[key] = r.path
         table.setdefault(key[0], {}).setdefault(key[1], {})[key[2]] = r.summary
     return table, found
-
-
-def device_kind(summary) -> str:
-    """'cpu', 'cuda', ...: the first word of the run's recorded device ("cuda (NVIDIA H100 80GB HBM3)")."""
-    return str(summary.get("device") or "not recorded").split(" ")[0]
 
 
 def read_plan(root: Path) -> dict:
@@ -131,7 +128,7 @@ def time_section(table: dict, plan: dict) -> list:
     their data set's runs for a setting not started (the median, because a run paused for other work, or sharing the cores with more jobs, keeps
     that time in its wall time)."""
     walls = {s: [x.get("wall_time_s") for seeds in col.values() for x in seeds.values()
-                 if x.get("wall_time_s") and device_kind(x) == "cpu"]   # a GPU's times would skew this machine's
+                 if x.get("wall_time_s") and device_kind(x.get("device")) == "cpu"]   # a GPU's times would skew this machine's
              for s, col in table.items()}
     timed = sum(len(w) for w in walls.values())
     done = len(list(each_run(table)))
@@ -179,9 +176,7 @@ def revision_section(table: dict) -> list:
 
 def device_section(table: dict) -> list:
     """Which devices ran the runs: a later session lent a GPU may finish cells this CPU started."""
-    devices = {}
-    for _, x in each_run(table):
-        devices[device_kind(x)] = devices.get(device_kind(x), 0) + 1
+    devices = Counter(device_kind(x.get("device")) for _, x in each_run(table))
     on = ", ".join(f"{d} ({n} runs)" for d, n in sorted(devices.items()))
     return [f"Devices the runs ran on: {on}." + (" A cell may hold seeds from each (the same configuration; the "
                                                   "device changes only the arithmetic)." if len(devices) > 1 else ""),

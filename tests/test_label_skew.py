@@ -33,3 +33,14 @@ def test_json_lines_accumulate_over_calls(tmp_path):
         label_skew.main(["--seeds", seeds, "--json", str(out), "--"] + DIGITS + ["partition=nclass"])
     lines = out.read_text().splitlines()
     assert [json.loads(x)["seed"] for x in lines] == [0, 0, 1]
+
+
+def test_class_counts_leave_padding_out():
+    """ClientSplit.class_counts (used here and by the partition figure): padded slots carry label 0 and
+    source -1, and must not count as class 0."""
+    import torch
+    from fedcluster.data.federated import ClientSplit
+    y = torch.tensor([[2, 2, 1, 0], [0, 0, 0, 0]])
+    source = torch.tensor([[0, 0, 0, -1], [0, -1, -1, -1]])
+    split = ClientSplit(torch.zeros(2, 4, 1), y, source, torch.tensor([3, 1]))
+    assert split.class_counts(3).tolist() == [[0, 1, 2], [1, 0, 0]]

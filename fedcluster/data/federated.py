@@ -19,6 +19,13 @@ class ClientSplit:
     def mask(self) -> torch.Tensor:
         return self.source >= 0
 
+    def class_counts(self, num_classes: int) -> torch.Tensor:
+        """[N, C] each client's label counts over its real samples (padding left out)."""
+        y = torch.where(self.mask, self.y.long(), num_classes)   # padding -> one extra bin, dropped
+        counts = torch.zeros(y.shape[0], num_classes + 1, dtype=torch.long, device=y.device)
+        counts.scatter_add_(1, y, torch.ones_like(y))
+        return counts[:, :num_classes]
+
     def to(self, device, dtype):
         return ClientSplit(self.x.to(device, dtype), self.y.to(device, dtype if self.y.is_floating_point() else None),
                            self.source.to(device), self.n.to(device))
