@@ -4,8 +4,11 @@
   2. A LeNet training step (forward + all gradients), batch 32 and 100, 1 thread: glibc's default
      malloc vs engine/allocator.py's tunables (each in a fresh process).
   3. Scoring 4 LeNets on 10,000 inputs (evaluate.outputs_on_shared) per chunk budget, 1 and 2 threads.
+  4. One SGD-with-momentum step of 40 stacked FedAvg CNNs (Fed-CAM's 20 clients x (cluster model + h)),
+     1 thread: the functional `SGD.update` (new tensors, copied back) vs the in-place `SGD.update_`
+     (engine/optim.py step_rows), ms per step, side by side; both give the same bits (checked here).
 
-Usage: python scripts/microbench.py"""
+Usage: python scripts/microbench.py [--smoke]   (--smoke: tiny sizes, item 4 only, to keep the script working)"""
 import subprocess
 import sys
 import time
@@ -35,7 +38,43 @@ def train_step(tuned: bool, batch: int) -> float:
     return per_sample(lambda: torch.autograd.grad(F.cross_entropy(model(x), y), params), batch, 50)
 
 
+def optimizer_step(rows: int, repeat: int) -> None:
+    """Item 4: ms per step of SGD (lr 1e-3, momentum 0.9) on `rows` stacked FedAvg CNNs, functional vs in place."""
+    from fedcluster.engine.optim import SGD, step_rows, take_state
+    from fedcluster.models.cnn import FedAvgCNN
+    from fedcluster.models.stacked import init_stack
+    torch.set_num_threads(1)
+    params = init_stack(lambda: FedAvgCNN((1, 28, 28), 10), rows, 0, "cpu", torch.float32)
+    gen = torch.Generator().manual_seed(0)
+    grads = [{k: torch.randn(v.shape, generator=gen) for k, v in params.items()} for _ in range(repeat + 1)]
+    opt, every = SGD(1e-3, momentum=0.9), torch.arange(rows)
+    ours = {k: v.clone() for k, v in params.items()}
+    ours_state = opt.init(ours)
+    theirs, theirs_state = {k: v.clone() for k, v in params.items()}, take_state(ours_state, slice(None))
+    walls = {"functional": 0.0, "in place": 0.0}
+    for i, g in enumerate(grads):
+        tick = time.perf_counter()     # the functional step as step_rows took it before: new tensors, copied back
+        new_p, new_s = opt.update(theirs, g, theirs_state, None)
+        for k in theirs:
+            theirs[k].copy_(new_p[k])
+            theirs_state["buf"][k].copy_(new_s["buf"][k])
+        walls["functional"] += (time.perf_counter() - tick) * (i > 0)
+        g = {k: v.clone() for k, v in g.items()}    # update_ consumes its gradients
+        tick = time.perf_counter()
+        step_rows(opt, ours, g, ours_state, every, all_rows=True)
+        walls["in place"] += (time.perf_counter() - tick) * (i > 0)
+    same = all(torch.equal(ours[k], theirs[k]) for k in ours)
+    print(f"4. SGD step of {rows} stacked FedAvg CNNs, 1 thread: functional {walls['functional'] / repeat * 1e3:.1f} ms, "
+          f"in place {walls['in place'] / repeat * 1e3:.1f} ms per step "
+          f"(ratio {walls['functional'] / max(walls['in place'], 1e-9):.1f}); same parameters: {same}")
+    if not same:
+        raise SystemExit("microbench.py: the in-place step gave different parameters")
+
+
 def main():
+    if sys.argv[1:] == ["--smoke"]:
+        optimizer_step(rows=2, repeat=1)
+        return
     if len(sys.argv) == 4 and sys.argv[1] == "--step":
         print(train_step(sys.argv[2] == "tuned", int(sys.argv[3])))
         return
@@ -68,6 +107,7 @@ def main():
             cells.append(f"{mib} MiB {per_sample(lambda: ev.outputs_on_shared(model, params, inputs), 40000, 3):.1f}")
         print(f"3. scoring 4 LeNets x 10,000 inputs, {threads} thread(s), us per sample-model by chunk budget: "
               + ", ".join(cells))
+    optimizer_step(rows=40, repeat=10)
 
 
 if __name__ == "__main__":

@@ -104,3 +104,10 @@ def test_the_scaling_script_runs_at_a_tiny_size():
     (row,) = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     assert row["clients"] == 20 and row["peak_rss_mb"] > 0 and row["engine"] == "batched"
     assert isinstance(row["seconds_per_round"], float)   # a difference of two walls: tiny here, may round to 0
+
+
+def test_the_microbenchmarks_run_in_their_smoke_form():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "microbench.py"), "--smoke"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "same parameters: True" in out.stdout

@@ -73,7 +73,11 @@ def looped(trainer, job, objective, buffers):
         model = own_module(trainer.model)
         rows_g = act.tolist()
         take = act.to(device)
-        leaves = {k: params[k].index_select(0, take).requires_grad_(True) for k in names}
+        every_row = len(rows_g) == len(next(iter(params.values())))
+        # every row trains (one thread, equal client sizes): the parameters themselves are the leaves
+        # (detached aliases, no copy; the step updates them only after this backward pass)
+        leaves = {k: (params[k].detach() if every_row else params[k].index_select(0, take)).requires_grad_(True)
+                  for k in names}
         per_row = {k: leaves[k].unbind(0) for k in names}
         total, losses = 0.0, []
         for j, m in enumerate(rows_g):
