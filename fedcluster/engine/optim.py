@@ -11,8 +11,8 @@ The update rules follow torch.optim.SGD / torch.optim.Adam (no amsgrad, no decou
 bit-identical results) and no new parameter-sized tensor but weight decay's: at 40 rows of the
 FedAvg CNN the functional step, which allocates the new parameters and momenta and copies them back,
 took 1,373 ms per step on one thread against 104 ms in place (`python scripts/microbench.py`, item 4,
-side by side). An optimizer without `update_` (Adam) takes the functional path, as does a step that
-masks rows (`active`)."""
+side by side). Each optimizer says whether it has that step (`in_place`); one without it (Adam) takes
+the functional path, as does a step that masks rows (`active`)."""
 from typing import Dict, Optional
 
 import torch
@@ -29,6 +29,8 @@ def _keep(active: Optional[torch.Tensor], new: torch.Tensor, old: torch.Tensor) 
 
 
 class SGD:
+    in_place = True   # has `update_`
+
     def __init__(self, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
         if lr <= 0:
             raise ConfigError(f"train.lr={lr} must be > 0")
@@ -58,10 +60,16 @@ class SGD:
                 g = g.add_(torch.mul(p, self.weight_decay))
             if self.momentum:
                 g = state["buf"][k].mul_(self.momentum).add_(g)
-            p.sub_(torch.mul(g, self.lr, out=grads[k]) if g is not grads[k] else g.mul_(self.lr))
+            if g is grads[k]:
+                g.mul_(self.lr)                          # the gradient is ours to overwrite
+            else:
+                g = torch.mul(g, self.lr, out=grads[k])  # g is the momentum buffer: keep it
+            p.sub_(g)
 
 
 class Adam:
+    in_place = False   # no `update_`: the functional step only
+
     def __init__(self, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         if lr <= 0:
             raise ConfigError(f"train.lr={lr} must be > 0")
@@ -121,12 +129,12 @@ class PartialUpdate:
         return {k: self._some(v) if isinstance(v, dict) else v for k, v in state.items()}
 
     @property
-    def update_(self):
-        """The inner optimizer's in-place step on the trainable parameters, where it has one."""
-        if not hasattr(self.inner, "update_"):
-            raise AttributeError("update_")
-        return lambda params, grads, state: self.inner.update_(self._some(params), self._some(grads),
-                                                               self._inner_state(state))
+    def in_place(self) -> bool:
+        return self.inner.in_place
+
+    def update_(self, params, grads, state) -> None:
+        """The inner optimizer's in-place step on the trainable parameters (when `in_place`)."""
+        self.inner.update_(self._some(params), self._some(grads), self._inner_state(state))
 
     def update(self, params, grads, state, active):
         inner_state = self._inner_state(state)
@@ -161,9 +169,8 @@ def step_rows(optimizer, params, grads, state, rows: torch.Tensor, all_rows: boo
     rows keep their parameters and state. Costs O(len(rows)), not O(all rows): with skewed
     client sizes most rows sit out the late steps of an epoch. all_rows: `rows` is every row
     and grads cover them all; `active` [M] (optional) then marks the rows that step."""
-    in_place = getattr(optimizer, "update_", None)
-    if all_rows and active is None and in_place is not None:
-        in_place(params, grads, state)
+    if all_rows and active is None and optimizer.in_place:
+        optimizer.update_(params, grads, state)
         return
     if all_rows:
         new_p, new_s = optimizer.update(params, grads, state, active)
@@ -172,9 +179,9 @@ def step_rows(optimizer, params, grads, state, rows: torch.Tensor, all_rows: boo
         put_state(state, slice(None), new_s)
         return
     sub_p = {k: v.index_select(0, rows) for k, v in params.items()}
-    if in_place is not None:
+    if optimizer.in_place:
         sub_s = take_state(state, rows)
-        in_place(sub_p, grads, sub_s)
+        optimizer.update_(sub_p, grads, sub_s)
         new_p, new_s = sub_p, sub_s
     else:
         new_p, new_s = optimizer.update(sub_p, grads, take_state(state, rows), None)
