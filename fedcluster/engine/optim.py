@@ -178,13 +178,12 @@ def step_rows(optimizer, params, grads, state, rows: torch.Tensor, all_rows: boo
             params[k].copy_(new_p[k])
         put_state(state, slice(None), new_s)
         return
-    sub_p = {k: v.index_select(0, rows) for k, v in params.items()}
+    sub_p, sub_s = {k: v.index_select(0, rows) for k, v in params.items()}, take_state(state, rows)
     if optimizer.in_place:
-        sub_s = take_state(state, rows)
         optimizer.update_(sub_p, grads, sub_s)
         new_p, new_s = sub_p, sub_s
     else:
-        new_p, new_s = optimizer.update(sub_p, grads, take_state(state, rows), None)
+        new_p, new_s = optimizer.update(sub_p, grads, sub_s, None)
     for k in params:
         params[k].index_copy_(0, rows, new_p[k])
     put_state(state, rows, new_s)
