@@ -31,6 +31,10 @@ a job finished on either device is not queued again, scripts/pending_jobs.py):
 The page names the devices the runs ran on; its times are this CPU's runs only.
 
   python scripts/leaderboard.py SWEEP_DIR [--out docs/leaderboard.md] [--figure docs/figures/leaderboard.png]
+                                           [--csv OUT with .csv: docs/leaderboard.csv]
+
+The CSV holds the tables' cells unrounded, one row per setting, method and metric (tidy, for a reader's own
+analysis or a paper's table): the seeds, the mean, the 95 % half-width and whether the cell is marked '▲'.
 """
 import argparse
 import csv
@@ -40,13 +44,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fedcluster.hardware import device_kind  # noqa: E402
-from fedcluster.io import write_text  # noqa: E402
+from fedcluster.io import write_csv, write_text  # noqa: E402
 from fedcluster.results.compare import mean_interval, significantly_best  # noqa: E402
 from fedcluster.results.runs import discover  # noqa: E402
 
@@ -225,7 +230,7 @@ def shown(root: Path) -> str:
         return str(root)
 
 
-def render(table: dict, root: Path, figure: str = None, plan: dict = None, found=None) -> str:
+def render(table: dict, root: Path, figure: str = None, plan: dict = None, found=None, cells_csv: str = None) -> str:
     settings = sorted(table)
     methods = sorted({m for col in table.values() for m in col})
     out = ["# Clustered-FL leaderboard", "",
@@ -233,7 +238,9 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
            "Every method under one protocol per setting (scripts/leaderboard.sh says which). Cells: mean ± the "
            "half-width of the 95 % t-interval over seeds (n seeds where fewer than 3). '▲': significantly the best "
            "of its column (its 95 % interval against every other method there excludes 0; paired by seed, "
-           "Welch where the seeds differ). Blank: not run.", ""]
+           "Welch where the seeds differ). Blank: not run."
+           + (f" The cells unrounded, one row per setting, method and metric: [{cells_csv}]({cells_csv})." if cells_csv else ""),
+           ""]
     out += own_settings_section(found) if found is not None else []
     for key, (title, value, scale) in METRICS.items():
         cols = [s for s in settings if any(value(x) is not None for seeds in table[s].values() for x in seeds.values())]
@@ -272,6 +279,36 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
     return "\n".join(out)
 
 
+CSV_COLUMNS = ["dataset", "partition", "num_clusters", "setting", "method", "metric", "unit", "seeds", "n",
+               "mean", "ci95_half_width", "significantly_best"]
+
+
+def cells(table: dict) -> pd.DataFrame:
+    """The tables' cells, unrounded and tidy: one row per setting, method and metric with a value. `seeds`
+    lists the seeds averaged ('0;1;2'); `ci95_half_width` is empty where one seed ran; `unit` is percent
+    for accuracy and ARI's own scale for the ARI, as on the page."""
+    rows = []
+    for key, (_, value, scale) in METRICS.items():
+        for s in sorted(table):
+            best = best_of(table[s], value)
+            for m in sorted(table[s]):
+                got = {seed: value(x) for seed, x in table[s][m].items() if value(x) is not None}
+                if not got:
+                    continue
+                mean, half = interval(got.values(), scale)
+                some = next(iter(table[s][m].values()))
+                k = some.get("config", {}).get("num_clusters")
+                rows.append({"dataset": some.get("dataset"), "partition": some.get("partition"),
+                             "num_clusters": k if k not in (None, "?") else None, "setting": s, "method": m,
+                             "metric": "local_test_accuracy" if key == "acc" else "ari",
+                             "unit": "percent" if scale == 100 else "ari", "seeds": ";".join(str(x) for x in sorted(got)),
+                             "n": len(got), "mean": mean, "ci95_half_width": None if math.isnan(half) else half,
+                             "significantly_best": best == m})
+    frame = pd.DataFrame(rows, columns=CSV_COLUMNS)
+    frame["num_clusters"] = frame["num_clusters"].astype("Int64")   # 5, not 5.0, beside settings without K
+    return frame
+
+
 def draw(table: dict, path: Path) -> None:
     """Accuracy per setting, one marker per method with its 95 % interval."""
     import matplotlib
@@ -306,24 +343,31 @@ def draw(table: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def link_from(page: Path, target: Path) -> str:
+    """`target` as the page links it: relative to the page's folder where it lies below it."""
+    try:
+        return str(target.relative_to(page.parent))
+    except ValueError:
+        return str(target)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("sweep", type=Path)
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md")
     p.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "leaderboard.png")
+    p.add_argument("--csv", type=Path, default=None, help="default: the page's path with .csv")
     a = p.parse_args(argv)
+    a.csv = a.csv or a.out.with_suffix(".csv")
     table, found = collect(a.sweep)
     if not table:
         print(f"leaderboard.py: no finished fedcluster run under {a.sweep}", file=sys.stderr)
         return 2
     draw(table, a.figure)
-    try:
-        link = a.figure.relative_to(a.out.parent)
-    except ValueError:
-        link = a.figure
-    write_text(a.out, render(table, a.sweep, str(link), read_plan(a.sweep), found))
+    write_text(a.out, render(table, a.sweep, link_from(a.out, a.figure), read_plan(a.sweep), found, link_from(a.out, a.csv)))
+    write_csv(a.csv, cells(table))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
-    print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}"
+    print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}, {a.csv}"
           + (f" ({len(found.skipped)} not counted, listed on the page)" if found.skipped else ""))
     return 0
 

@@ -4,6 +4,7 @@ their intervals, the significantly-best mark and the missing cells, and draws it
 import importlib.util
 import math
 
+import pandas as pd
 import pytest
 
 from conftest import ROOT, make_cfg
@@ -72,12 +73,24 @@ def test_the_page_shows_intervals_the_significant_best_and_missing_cells(tmp_pat
     assert "| ifca | 75.0 (n=1) |" in text
     assert "fashion_mnist/label_skew1 K=2: 1 of 3 seeds: ifca" in text
     assert fig.stat().st_size > 0
+    # the same cells, unrounded, in the tidy CSV beside the page
+    assert "The cells unrounded, one row per setting, method and metric: [lb.csv](lb.csv)." in text
+    rows = pd.read_csv(tmp_path / "lb.csv", dtype={"seeds": str}).set_index(["method", "metric"])
+    assert rows.loc[("clove", "local_test_accuracy"), "mean"] == pytest.approx(81.0)
+    assert rows.loc[("clove", "local_test_accuracy"), "ci95_half_width"] == pytest.approx(half)
+    assert rows.loc[("clove", "local_test_accuracy"), "seeds"] == "0;1;2"
+    assert rows.loc[("ifca", "ari"), "n"] == 1 and math.isnan(rows.loc[("ifca", "ari"), "ci95_half_width"])
+    assert rows.loc[("clove", "ari"), "unit"] == "ari" and rows.loc[("clove", "ari"), "num_clusters"] == 2
+    assert not rows["significantly_best"].any()                    # as on the page: ifca's one seed blocks it
     # one seed of ifca: no interval against it, so no method is significantly best; with 3 seeds, clove is
     _run(tmp_path, "ifca", "ifca", 1, 0.74, ari=0.5)
     _run(tmp_path, "ifca", "ifca", 2, 0.76, ari=0.6)
     leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(fig)])
     text = out.read_text()
     assert f"| clove | 81.0 ± {half:.1f} ▲ |" in text and "None: every cell has 3 seeds." in text
+    rows = pd.read_csv(tmp_path / "lb.csv").set_index(["method", "metric"])
+    assert rows["significantly_best"].sum() == 2                      # clove's accuracy and its ARI (1.0 vs 0.53)
+    assert rows.loc[("clove", "local_test_accuracy"), "significantly_best"]
     assert "| clove | 1.00 ± 0.00 ▲ |" in text     # ARI: 1.0 every seed against ifca's 0.5-0.6
 
 
@@ -155,8 +168,13 @@ def test_the_committed_page_is_made_from_the_committed_runs():
     archive = ROOT / "docs" / "results" / "leaderboard_runs"
     table, found = leaderboard.collect(archive)
     assert found.runs and not found.skipped
-    page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive), found)
+    page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive), found,
+                              "leaderboard.csv")
     assert page == (ROOT / "docs" / "leaderboard.md").read_text()
+    committed = pd.read_csv(ROOT / "docs" / "leaderboard.csv", dtype={"seeds": str})
+    made = leaderboard.cells(table)
+    assert committed.shape == made.shape and list(committed.columns) == leaderboard.CSV_COLUMNS
+    assert (committed["mean"] - made["mean"]).abs().max() < 1e-9
     # the settings leaderboard.sh gives a method beyond its defaults are read from its runs
     assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12;" in page
     assert "ifca_cam: warmup_rounds=9 (12 of its" in page                 # only the small protocol's runs
