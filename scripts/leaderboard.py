@@ -30,8 +30,11 @@ a job finished on either device is not queued again, scripts/pending_jobs.py):
 (`bash scripts/gpu_session_queue.sh .gpuq/queue.txt` writes one queue of these and Fed-CAM's unfinished jobs.)
 The page names the devices the runs ran on; its times are this CPU's runs only.
 
-  python scripts/leaderboard.py SWEEP_DIR [--out docs/leaderboard.md] [--figure docs/figures/leaderboard.png]
-                                           [--csv OUT with .csv: docs/leaderboard.csv]
+  python scripts/leaderboard.py SWEEP_DIR [--out PAGE] [--figure PNG] [--csv CSV]
+
+The page, figure and CSV go to docs/leaderboard.md, docs/figures/leaderboard.png and docs/leaderboard.csv
+for the committed runs (docs/results/leaderboard_runs); for any other SWEEP_DIR, into it
+(SWEEP_DIR/leaderboard.md, .png, .csv), so a sweep of one's own never replaces the committed page.
 
 The CSV holds the tables' cells unrounded, one row per setting, method and metric (tidy, for a reader's own
 analysis or a paper's table): the seeds, the mean, the 95 % half-width and whether the cell is marked '▲'.
@@ -53,10 +56,14 @@ sys.path.insert(0, str(ROOT))
 from fedcluster.hardware import device_kind  # noqa: E402
 from fedcluster.io import write_csv, write_text  # noqa: E402
 from fedcluster.results.compare import mean_interval, significantly_best  # noqa: E402
-from fedcluster.results.runs import discover  # noqa: E402
+from fedcluster.results.runs import discover, show, varying_keys  # noqa: E402
 
 SEEDS = 3
 PLAN = "leaderboard_plan.tsv"
+# Config keys a cell may hold several values of: the device (a cell may take seeds from this CPU and from a
+# GPU: the same configuration, only the arithmetic differs) and where the data files are read from.
+ARCHIVE = ROOT / "docs" / "results" / "leaderboard_runs"   # the committed runs (scripts/archive_runs.py)
+POOLED_KEYS = ("hardware.", "dataset.root", "dataset.download")
 METRICS = {"acc": ("local test accuracy, mean over clients (%)", lambda s: (s.get("local") or {}).get("local_test_accuracy"), 100.0),
            "ari": ("ARI of the final clustering vs the true clusters", lambda s: s.get("ari"), 1.0)}
 
@@ -69,19 +76,38 @@ def setting_of(run) -> str:
 
 
 def collect(root: Path):
-    """{setting: {method: {seed: summary}}} from every finished run under root. Two runs of one cell and
-    seed (e.g. the same job run on this CPU and, in a sweep of its own, on a GPU) stop it with a one-line
-    error naming both: one of them would otherwise replace the other in the mean unseen."""
+    """{setting: {method: {seed: summary}}} from every finished run under root. A cell averages seeds of
+    one configuration only: runs of one method and setting whose configs differ in anything but the seed
+    and the device (e.g. `rounds`) stop it with a one-line error naming the key, its values and their
+    seeds, as do two runs of one cell and seed (one would otherwise replace the other in the mean unseen)."""
     found = discover(root)
-    table, where = {}, {}
+    table, where, runs = {}, {}, {}
     for r in found.runs:
-        key = (setting_of(r), str(r.summary.get("algorithm")), r.seed)
-        if key in where:
-            raise SystemExit(f"leaderboard.py: {key[1]} seed {key[2]} in {key[0]} has two runs, {where[key]} and "
-                             f"{r.path}; allowed: one run per method, setting and seed (move one out of {root})")
-        where[key] = r.path
-        table.setdefault(key[0], {}).setdefault(key[1], {})[key[2]] = r.summary
+        runs.setdefault((setting_of(r), str(r.summary.get("algorithm"))), []).append(r)
+    for (setting, method), members in runs.items():
+        for r in members:
+            key = (setting, method, r.seed)
+            if key in where:
+                raise SystemExit(f"leaderboard.py: {method} seed {r.seed} in {setting} has two runs, {where[key]} "
+                                 f"and {r.path}; allowed: one run per method, setting and seed (move one out of {root})")
+            where[key] = r.path
+            table.setdefault(setting, {}).setdefault(method, {})[r.seed] = r.summary
+        differ = [k for k in varying_keys(members) if not k.startswith(POOLED_KEYS)]
+        if differ:
+            raise SystemExit(f"leaderboard.py: {method} in {setting} has runs of different configurations "
+                             f"({_values_by_seed(members, differ[0])}); allowed: one configuration per method "
+                             f"and setting, seeds apart (move the others out of {root})")
     return table, found
+
+
+def _values_by_seed(runs, key: str) -> str:
+    """'rounds: 3 (seed 2) vs 4 (seeds 0, 1)': a config key's values and the seeds that ran each."""
+    seeds = {}
+    for r in runs:
+        seeds.setdefault(show(r.value(key)), []).append(r.seed)
+    parts = [f"{v} (seed{'s' if len(s) > 1 else ''} {', '.join(str(x) for x in sorted(s, key=str))})"
+             for v, s in sorted(seeds.items())]
+    return f"{key}: {' vs '.join(parts)}"
 
 
 def read_plan(root: Path) -> dict:
@@ -354,10 +380,15 @@ def link_from(page: Path, target: Path) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("sweep", type=Path)
-    p.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md")
-    p.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "leaderboard.png")
+    p.add_argument("--out", type=Path, default=None,
+                   help="default: docs/leaderboard.md for the committed runs, else SWEEP/leaderboard.md")
+    p.add_argument("--figure", type=Path, default=None,
+                   help="default: docs/figures/leaderboard.png for the committed runs, else SWEEP/leaderboard.png")
     p.add_argument("--csv", type=Path, default=None, help="default: the page's path with .csv")
     a = p.parse_args(argv)
+    committed = a.sweep.resolve() == ARCHIVE.resolve()   # only the committed runs make the committed page
+    a.out = a.out or (ROOT / "docs" / "leaderboard.md" if committed else a.sweep / "leaderboard.md")
+    a.figure = a.figure or (ROOT / "docs" / "figures" / "leaderboard.png" if committed else a.sweep / "leaderboard.png")
     a.csv = a.csv or a.out.with_suffix(".csv")
     table, found = collect(a.sweep)
     if not table:

@@ -2,7 +2,7 @@
 # The clustered-FL leaderboard (docs/leaderboard.md): every method of the three papers under one protocol.
 #
 #   bash scripts/leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan] [--list] [OVERRIDE ...]  (default: all)
-#   python scripts/leaderboard.py SWEEP_DIR                            # writes docs/leaderboard.md + figure
+#   python scripts/leaderboard.py SWEEP_DIR                            # its page, figure and CSV
 #
 # OVERRIDEs (key=value) go to every job (e.g. hardware=cuda, in a sweep directory of its own). --list prints
 # each job's `fedcluster` arguments, one job per line, and runs nothing: scripts/run_queue.sh runs such a list
@@ -25,7 +25,10 @@
 # the rounds (30 of 100; 9 of the small protocol's 30, where the default 30 left no round for IFCA-CAM itself).
 # Every other method runs its defaults.
 set -euo pipefail
-dir=${1:?usage: leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan] [--list] [OVERRIDE ...]}
+if [[ $# -lt 1 || -z $1 ]]; then
+  echo "usage: leaderboard.sh SWEEP_DIR [fmnist|cam|small|all|plan] [--list] [OVERRIDE ...]" >&2; exit 2
+fi
+dir=$1
 part=${2:-all}
 shift $(( $# < 2 ? $# : 2 ))
 list=false
@@ -52,8 +55,9 @@ job() {   # job PRESET DATASET PARTITION SEED ALGORITHM [override ...]
   local own=()
   [[ $algorithm == fedsoft ]] && own=(algorithm.selection_size=12 algorithm.lam=0.1)
   if [[ $algorithm == ifca_cam ]]; then   # Fed-CAM's warm-up is 30 of 100 rounds: keep that share in a shorter run
-    local a
-    for a in "$@"; do [[ $a == rounds=* ]] && own=(warmup_rounds=$(( ${a#rounds=} * 3 / 10 ))); done
+    local a   # the part's rounds, then the user's (given last, they win); the user's own warm-up wins over both
+    for a in "$@" ${extra[@]+"${extra[@]}"}; do [[ $a == rounds=* ]] && own=(warmup_rounds=$(( ${a#rounds=} * 3 / 10 ))); done
+    for a in ${extra[@]+"${extra[@]}"}; do [[ $a == warmup_rounds=* ]] && own=(); done
   fi
   local args=(+preset="$preset" algorithm="$algorithm" hydra.sweeper.params.dataset="$dataset"
     hydra.sweeper.params.partition="$partition" hydra.sweeper.params.algorithm="$algorithm"

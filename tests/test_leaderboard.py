@@ -3,6 +3,7 @@ model on their data), and scripts/leaderboard.py lays constructed runs with know
 their intervals, the significantly-best mark and the missing cells, and draws its figure."""
 import importlib.util
 import math
+import subprocess
 
 import pandas as pd
 import pytest
@@ -178,3 +179,47 @@ def test_the_committed_page_is_made_from_the_committed_runs():
     # the settings leaderboard.sh gives a method beyond its defaults are read from its runs
     assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12;" in page
     assert "ifca_cam: warmup_rounds=9 (12 of its" in page                 # only the small protocol's runs
+
+
+def test_runs_of_one_cell_in_different_configurations_are_refused_not_averaged(tmp_path):
+    """Seeds 0-1 of ifca at 4 rounds and seed 2 at 3 would be averaged as one cell; the page refuses,
+    naming the key, its values and their seeds. The device may differ (a GPU's seed joins the CPU's)."""
+    for seed, rounds in ((0, 4), (1, 4), (2, 3)):
+        make_run(tmp_path / f"ifca_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "ifca"}, "rounds": rounds},
+                 {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
+                  "algorithm": "ifca"})
+    with pytest.raises(SystemExit, match=r"ifca in fashion_mnist/label_skew1 K=2 has runs of different configurations "
+                                         r"\(rounds: 3 \(seed 2\) vs 4 \(seeds 0, 1\)\)"):
+        leaderboard.collect(tmp_path)
+    make_run(tmp_path / "ifca_s2", 2, {"algorithm": {"_target_": "x", "name": "ifca"}, "rounds": 4,
+                                       "hardware.device": "cuda"},
+             {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "label_skew1",
+              "algorithm": "ifca"})
+    table, _ = leaderboard.collect(tmp_path)
+    assert sorted(table["fashion_mnist/label_skew1 K=2"]["ifca"]) == [0, 1, 2]
+
+
+def test_a_sweep_of_ones_own_gets_its_page_inside_it_not_the_committed_one(tmp_path):
+    for seed in range(2):
+        _run(tmp_path, "clove", "clove", seed, 0.8)
+    page = ROOT / "docs" / "leaderboard.md"
+    before = page.read_bytes()
+    assert leaderboard.main([str(tmp_path)]) == 0
+    assert page.read_bytes() == before
+    for name in ("leaderboard.md", "leaderboard.png", "leaderboard.csv"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert "[leaderboard.csv](leaderboard.csv)" in (tmp_path / "leaderboard.md").read_text()
+
+
+def test_the_users_rounds_set_ifca_cams_warm_up_share_and_their_own_warm_up_wins(tmp_path):
+    def ifca_cam(*args):
+        out = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh"), str(tmp_path / "s"), *args, "--list"],
+                             check=True, capture_output=True, text=True).stdout.splitlines()
+        return [x for x in next(x for x in out if "algorithm=ifca_cam " in x).split() if x.startswith("warmup_rounds=")]
+    assert ifca_cam("small") == ["warmup_rounds=9"]             # 30 % of the small protocol's 30 rounds
+    assert ifca_cam("small", "rounds=3") == ["warmup_rounds=0"]  # of the user's 3
+    assert ifca_cam("fmnist", "rounds=20") == ["warmup_rounds=6"]
+    assert ifca_cam("fmnist", "rounds=20", "warmup_rounds=2") == ["warmup_rounds=2"]
+    make_cfg(["+preset=clove/images", "algorithm=ifca_cam", "rounds=3", "warmup_rounds=0"])   # composes and validates
+    bad = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("usage: leaderboard.sh SWEEP_DIR")
