@@ -162,3 +162,65 @@ def test_cam_rows_apart_by_a_reporting_only_setting_stay_two_rows(tmp_path):
     build_report(tmp_path)
     table = pd.read_csv(tmp_path / "report_cam_table1.csv")
     assert sorted(table["K"]) == ["5 (report_label_pick=False)", "5 (report_label_pick=True)"]
+
+
+def test_a_method_outside_the_paper_table_is_compared_with_the_baseline_inside_it(tmp_path):
+    """CLoVE run under Fed-CAM's preset is no row of Fed-CAM's table (it goes to the generic table of
+    runs); IFCA, inside that table, is still its baseline: the same whole setting, looked up among all
+    the report's runs, and shown first as the baseline's row."""
+    for seed in (0, 1, 2):
+        _cam_run(tmp_path / f"ifca_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=ifca"], 0.80 + 0.01 * seed)
+        _cam_run(tmp_path / f"clove_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=clove"], 0.90 + 0.01 * seed)
+    text = build_report(tmp_path, baseline="ifca")
+    generic = text.split("## Runs: final metrics per configuration")[1]
+    assert "no ifca configuration to compare with" not in text
+    diff = pd.read_csv(tmp_path / "report_runs_vs_ifca.csv")
+    assert list(diff["method"]) == ["ifca (baseline)", "clove"]
+    assert diff.loc[1, "acc (pts) − ifca"] == pytest.approx(10.0) and diff.loc[1, "test"] == "paired (3)"
+    assert diff.loc[0, "acc (pts) − ifca baseline mean"] == pytest.approx(81.0)
+    assert "81.0 (its mean)" in generic and "+10.0 [" in generic
+
+
+def test_the_warm_up_only_ifca_cam_reads_is_its_setting_not_the_comparisons(tmp_path):
+    """IFCA-CAM's FedAvg warm-up (top-level warmup_rounds, here 9 of a shorter run) does not change
+    FedAvg, which runs at the default 30: they are one setting and are compared."""
+    for seed in (0, 1):
+        _cam_run(tmp_path / f"fedavg_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=fedavg"], 0.70)
+        _cam_run(tmp_path / f"cam_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=ifca_cam",
+                                                   "warmup_rounds=9"], 0.75 + 0.01 * seed)
+    text = build_report(tmp_path, baseline="fedavg")
+    assert "left out" not in text
+    diff = pd.concat(pd.read_csv(f) for f in tmp_path.glob("report_*_vs_fedavg.csv"))
+    row = diff.set_index("method")
+    assert row.loc["ifca_cam", "acc (pts) − fedavg"] == pytest.approx(5.5)
+
+
+def test_settings_without_the_baseline_are_named_even_where_no_setting_has_it(tmp_path):
+    """--baseline fedsoft where fedsoft ran only in a setting of its own (another lr): the table of the
+    other setting gets no differences, and says so, rather than saying nothing."""
+    runs(tmp_path, "ifca", None, [0, 1], [1.0, 2.0])
+    for seed in (0, 1):
+        make_run(tmp_path / f"fedsoft_lr_s{seed}", seed, {"algorithm": FEDSOFT, "train.lr": 0.1},
+                 {"local": {"local_test_mse": 1.0}})
+    text = build_report(tmp_path, baseline="fedsoft")
+    assert "no fedsoft configuration to compare with; left out." in text
+
+
+def test_a_metric_the_baseline_lacks_gets_no_empty_column_and_k_is_no_method_option(tmp_path):
+    for seed in (0, 1):
+        make_run(tmp_path / f"fedsoft_s{seed}", seed, {"algorithm": FEDSOFT}, {"local": {"local_test_mse": 1.0}, "ari": None})
+    runs(tmp_path, "ifca", None, [0, 1], [2.0, 2.5])
+    build_report(tmp_path, baseline="fedsoft")
+    diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv")
+    assert not any(c.startswith("ARI") for c in diff.columns) and "MSE − fedsoft" in diff.columns
+    assert not diff["method"].str.contains("num_clusters").any()
+
+
+def test_differences_are_printed_without_a_negative_zero_or_a_bound_rounded_onto_zero():
+    from fedcluster.results.compare import Difference
+    from fedcluster.results.cells import latex_escape
+    assert Difference(-0.0004, -0.0009, -0.0002, "paired", "3", 100).text() == "−0.04 [−0.1, −0.02] *"
+    assert Difference(0.0, -0.01, 0.01, "paired", "3", 100).text() == "0.0 [−1.0, +1.0]"
+    assert Difference.of_baseline(0.4, 3, 100, False).text() == "40.0 (its mean)"
+    assert Difference.of_baseline(0.955, 3, 1, True).text() == "0.955 (its mean) ▲best"
+    assert latex_escape("−1.2 ▲best") == r"$-$1.2 $\blacktriangle$best"

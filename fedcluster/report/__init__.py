@@ -74,7 +74,7 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
         check_baseline(found.runs, baseline)
     sections = sections_for(found.runs)
     if baseline is not None:
-        add_baseline(sections, baseline)
+        add_baseline(sections, baseline, found.runs)
     report = Report("")
     for section in sections:
         name = slug(section.name or "runs")
@@ -107,15 +107,18 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
     return report
 
 
-def add_baseline(sections, baseline: str) -> None:
-    """Each sub-table's differences to `baseline` (report/baseline.py), with its notes."""
+def add_baseline(sections, baseline: str, runs) -> None:
+    """Each sub-table's differences to `baseline` (report/baseline.py), with its notes; the notes on
+    settings left out stay where no setting of a sub-table had a baseline. `runs`: all the report's
+    runs, where a setting's baseline is looked for when its sub-table has none."""
     for section in sections:
         for _, table in section.parts:
-            frame, notes = baseline_frame(table.cells, baseline)
+            frame, notes = baseline_frame(table.cells, baseline, runs)
             if len(frame):
                 heading = f"Differences to {baseline} (95 % confidence intervals over seeds)"
                 table.baseline = (heading, frame)
-                table.notes = table.notes + [BASELINE_NOTE.format(b=baseline)] + notes
+                table.notes = table.notes + [BASELINE_NOTE.format(b=baseline)]
+            table.notes = table.notes + notes
 
 
 def build_report(root: Path, fmt: str = "markdown", baseline: Optional[str] = None) -> str:

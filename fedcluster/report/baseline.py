@@ -3,14 +3,17 @@ of the same setting, metric by metric, as a difference with a 95 % confidence in
 seeds (results/compare.py), '*' where the interval excludes 0, and '▲best' on the one
 configuration of a setting that is significantly better than every other there (its interval
 against each of them excludes 0 in the better direction). A setting is everything but the
-algorithm: the data, partition, K and any other key that varies."""
+algorithm: the data, partition, K and any other config key, but not the algorithm's own settings
+(`algorithm.*` and the top-level keys only algorithms read, results/defaults.py) nor the paper table
+a preset files the run under. The baseline's runs are looked for among all the report's runs, so a
+method shown outside a paper's table is still compared with a baseline shown inside it."""
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from ..results.compare import Difference, difference, significantly_best
-from ..results.defaults import algorithm_defaults, reporting_only, setting_name
-from ..results.runs import ABSENT, Cell, ReportError, show
+from ..results.defaults import ALGORITHM_OWNED_KEYS, algorithm_defaults, reporting_only, setting_name
+from ..results.runs import ABSENT, Cell, ReportError, Run, make_cells, show, varying_keys
 
 # (column, value from a run's summary, higher is better, shown scale)
 Metric = Tuple[str, Callable[[dict], Optional[float]], bool, float]
@@ -41,17 +44,32 @@ def _algorithm_keys(cell: Cell) -> Tuple:
     return tuple((k, v) for k, v in cell.key if k.startswith("algorithm."))
 
 
+def _in_setting(key: str) -> bool:
+    """Whether a config key is part of the setting methods are compared in (results/defaults.py)."""
+    return not key.startswith("algorithm.") and key != "table" and key not in ALGORITHM_OWNED_KEYS
+
+
 def _setting(cell: Cell) -> Tuple:
-    return tuple((k, v) for k, v in cell.key if not k.startswith("algorithm.") and k != "table")
+    """The setting's keys among those the sub-table lays out (what its label shows)."""
+    return tuple((k, v) for k, v in cell.key if _in_setting(k))
+
+
+def _setting_of_run(run: Run) -> Tuple:
+    """A run's whole setting, from its full config: what a baseline run from elsewhere must equal."""
+    return tuple(sorted((k, v) for k, v in run.flat.items() if _in_setting(k)))
 
 
 def _label(pairs) -> str:
     return ", ".join(f"{k}={show(v)}" for k, v in pairs if v is not ABSENT) or "–"
 
 
-def _method_label(cell: Cell) -> str:
+def _method_label(cell: Cell, own: Optional[set] = None) -> str:
+    """The method and its settings that vary (`own`: only these keys), but not K, which follows the
+    setting's num_clusters."""
     name = show(cell.value("algorithm.name"))
-    options = [(setting_name(k), v) for k, v in _algorithm_keys(cell) if k != "algorithm.name" and v is not ABSENT]
+    options = [(setting_name(k), v) for k, v in _algorithm_keys(cell)
+               if k != "algorithm.name" and not k.endswith("num_clusters") and v is not ABSENT
+               and (own is None or k in own)]
     return name + (f" ({_label(options)})" if options else "")
 
 
@@ -87,22 +105,74 @@ def _significantly_best(cells: Sequence[Cell], value, higher: bool) -> Optional[
     return None if index is None else cells[index]
 
 
-def baseline_frame(cells: Sequence[Cell], baseline: str) -> Tuple[pd.DataFrame, List[str]]:
-    """The differences table of one sub-table's cells, and notes on settings left out."""
+def _baseline_elsewhere(members: Sequence[Cell], baseline: str, pool: Sequence[Run]) -> Optional[Cell]:
+    """The baseline's cell for a setting whose sub-table has no baseline run: its runs of the same
+    whole setting among all the report's runs (`pool`), e.g. FedAvg inside a paper's table for a
+    method the table does not list; chosen as _baseline_cell chooses."""
+    setting = _setting_of_run(members[0].runs[0])
+    runs = [r for r in pool if r.value("algorithm.name") == baseline and _setting_of_run(r) == setting]
+    if not runs:
+        return None
+    return _baseline_cell(make_cells(runs, varying_keys(runs) + ["algorithm.name"]), baseline)
+
+
+def _shown_setting_keys(settings: Sequence[Tuple]) -> List[str]:
+    """The fewest setting keys that tell the frame's settings apart, taken greedily: the groups' names
+    first (`dataset.name`, `partition.name`...), then K, then the rest; a key joins only where it splits
+    settings the keys before it leave together (`dataset.test_size` follows the data set: not shown)."""
+    keys = sorted({k for s in settings for k, _ in s}, key=lambda k: (not k.endswith(".name"), k != "num_clusters", k))
+    shown, groups = [], [list(settings)]
+    for k in keys:
+        split = [[s for s in g if dict(s).get(k, ABSENT) == v] for g in groups
+                 for v in dict.fromkeys(dict(s).get(k, ABSENT) for s in g)]
+        if len(split) > len(groups):
+            shown.append(k)
+            groups = split
+    return shown
+
+
+def _own_options(cells: Sequence[Cell]) -> Dict[object, set]:
+    """{method: its algorithm keys whose values differ between its own cells}: what tells its rows apart
+    (a key another method varies, e.g. IFCA-CAM's warm-up, is no label of FeSEM-CAM's)."""
+    values: Dict[Tuple, set] = {}
+    for c in cells:
+        for k, v in _algorithm_keys(c):
+            values.setdefault((c.value("algorithm.name"), k), set()).add(v)
+    out: Dict[object, set] = {}
+    for (method, k), vs in values.items():
+        if len(vs) > 1:
+            out.setdefault(method, set()).add(k)
+    return out
+
+
+def baseline_frame(cells: Sequence[Cell], baseline: str,
+                   pool: Sequence[Run] = ()) -> Tuple[pd.DataFrame, List[str]]:
+    """The differences table of one sub-table's cells, and notes on settings left out. `pool`: all
+    the report's runs, where a setting's baseline is looked for when the sub-table has none."""
     settings: Dict[Tuple, List[Cell]] = {}
     for c in cells:
         settings.setdefault(_setting(c), []).append(c)
+    shown = _shown_setting_keys(list(settings))
+    own = _own_options(cells)
     metrics = [m for m in METRICS if any(m[1](s) is not None for c in cells for s in c.summaries)]
     rows, notes = [], []
     for setting, members in settings.items():
+        label = _label([(k, v) for k, v in setting if k in shown])
         base = _baseline_cell(members, baseline)
+        if base is None and not any(c.value("algorithm.name") == baseline for c in members):
+            base = _baseline_elsewhere(members, baseline, pool)
+            if base is not None:
+                members = [base] + list(members)
         if base is None:
             why = "no" if not any(c.value("algorithm.name") == baseline for c in members) else "more than one"
-            notes.append(f"setting {_label(setting)}: {why} {baseline} configuration to compare with; left out.")
+            notes.append(f"setting {label}: {why} {baseline} configuration to compare with; left out.")
             continue
+        members = [base] + sorted((c for c in members if c is not base),   # the baseline's row first, then by name
+                                  key=lambda c: _method_label(c, own.get(c.value("algorithm.name"), set())))
         best = {name: _significantly_best(members, value, higher) for name, value, higher, _ in metrics}
         for c in members:
-            row = {"setting": _label(setting), "method": _method_label(c) + (" (baseline)" if c is base else "")}
+            row = {"setting": label, "method": _method_label(c, own.get(c.value("algorithm.name"), set()))
+                   + (" (baseline)" if c is base else "")}
             tests = set()
             for name, value, higher, scale in metrics:
                 x, b = _by_seed(c, value), _by_seed(base, value)
@@ -118,7 +188,10 @@ def baseline_frame(cells: Sequence[Cell], baseline: str) -> Tuple[pd.DataFrame, 
                 row[f"{name} − {baseline}"] = Difference(d.diff, d.low, d.high, d.test, d.n, scale, best[name] is c)
             row["test"] = "; ".join(sorted(tests)) if c is not base else f"seeds {', '.join(map(str, c.seeds))}"
             rows.append(row)
-    return pd.DataFrame(rows).fillna(""), notes
+    frame = pd.DataFrame(rows).fillna("")
+    empty = [col for col in frame.columns if col.endswith(f" − {baseline}")
+             and not any(isinstance(v, Difference) and v.own_mean is None for v in frame[col])]
+    return frame.drop(columns=empty), notes   # a metric no row has a difference in (the baseline has no ARI)
 
 
 def check_baseline(runs, baseline: str) -> None:

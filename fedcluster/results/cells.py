@@ -171,7 +171,8 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
           "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
           "±": r"$\pm$", "–": "--", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "§": r"\S{}",
-          "×": r"$\times$", "θ": r"$\theta$", "λ": r"$\lambda$", "σ": r"$\sigma$", "°": r"$^\circ$"}
+          "×": r"$\times$", "θ": r"$\theta$", "λ": r"$\lambda$", "σ": r"$\sigma$", "°": r"$^\circ$",
+          "−": r"$-$", "▲": r"$\blacktriangle$"}   # ▲ (significantly best) needs amssymb, as most papers load
 
 
 def latex_escape(text) -> str:
@@ -219,6 +220,9 @@ def to_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
                                                  for v in values], dtype="boolean")
             out[f"{col} best"] = pd.array([v.best if isinstance(v, Difference) else None for v in values],
                                           dtype="boolean")
+            # the baseline's own row: its difference is 0; its mean, what the others differ from, is here
+            out[f"{col} baseline mean"] = [v.own_mean * v.scale if isinstance(v, Difference) and v.own_mean is not None
+                                           else float("nan") for v in values]
         elif any(isinstance(v, Stat) for v in values):
             means, stds, ns = [], [], []
             for v in values:

@@ -46,10 +46,17 @@ class Difference:
 
     def text(self) -> str:
         def num(v):
+            """Signed: 3 significant digits on the metric's own scale, one decimal in points; a value that
+            rounds to 0.0 but is not 0 keeps 2 significant digits (a bound of +0.03 is not 'the 0' an
+            interval is said to exclude), and an exact 0 has no sign."""
             v *= self.scale
-            return f"{'+' if v >= 0 else '−'}{abs(v):.3g}" if self.scale == 1 else f"{'+' if v >= 0 else '−'}{abs(v):.1f}"
+            digits = f"{abs(v):.3g}" if self.scale == 1 else f"{abs(v):.1f}"
+            if float(digits) == 0 and v != 0:
+                digits = f"{abs(v):.2g}"
+            return ("+" if v > 0 else "−" if v < 0 else "") + digits
         if self.own_mean is not None:
-            return f"{self.own_mean * self.scale:.3g} (its mean)" + (" ▲best" if self.best else "")
+            mean = self.own_mean * self.scale
+            return (f"{mean:.3g}" if self.scale == 1 else f"{mean:.1f}") + " (its mean)" + (" ▲best" if self.best else "")
         out = num(self.diff)
         out += f" [{num(self.low)}, {num(self.high)}]" if self.has_interval else " (no interval: one seed)"
         if self.excludes_zero:
