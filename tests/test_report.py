@@ -341,3 +341,24 @@ def test_a_folder_of_links_gathers_seeds_from_two_sweeps_once_each(tmp_path):
     frame = _csv(combined)
     assert frame["seeds"].tolist() == [2]
     assert frame["local test mse n"].tolist() == [2]
+
+
+def test_out_puts_the_files_elsewhere_and_table_keeps_one_papers_runs(tmp_path, capsys):
+    """--out: a folder of committed runs stays as committed; --table: only the runs a preset filed
+    under that paper table (a leaderboard folder holds several), and a name no run has is a one-line
+    error naming those there, before anything is written."""
+    runs, out = tmp_path / "runs", tmp_path / "out" / "deeper"
+    make_run(runs / "a", 0, {"table": "fedsoft_table1_synthetic"})
+    make_run(runs / "b", 0, {"table": None, "train.lr": 0.1})
+    before = sorted(p.name for p in runs.iterdir())
+    main([str(runs), "--out", str(out), "--table", "fedsoft_table1_synthetic"])
+    text = capsys.readouterr().out
+    assert sorted(p.name for p in runs.iterdir()) == before             # nothing written beside the runs
+    assert (out / "report.md").read_text().strip() == text.strip()
+    assert len(pd.read_csv(next(out.glob("report_*.csv")))) == 1       # run b (another table) left out
+    with pytest.raises(SystemExit) as e:
+        main([str(runs), "--table", "clove_images", "--out", str(tmp_path / "none")])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1
+    assert "--table 'clove_images': no finished run under" in err and "allowed: None, fedsoft_table1_synthetic" in err
+    assert not (tmp_path / "none").exists()

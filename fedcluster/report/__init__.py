@@ -53,9 +53,12 @@ def _save(report: Report, path: Path, writer, *args) -> bool:
     return True
 
 
-def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseline: Optional[str] = None) -> Report:
+def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseline: Optional[str] = None,
+                out: Optional[Path] = None, table: Optional[str] = None) -> Report:
     """Find the runs under `root`, build every table, write the CSVs (always), the ARI figure and
-    report.md (report.tex for latex) into `root` where it can, and return the text. figures=True
+    report.md (report.tex for latex) into `out` (default: `root`) where it can, and return the text.
+    table: only the runs a preset filed under that paper table (config key `table`), e.g. one paper's
+    rows out of a folder that holds many (the leaderboard's runs). figures=True
     also writes learning curves (local test key metric over rounds, mean +- std over seeds) per
     key metric: learning_curves_<metric>.png/.pdf. baseline: a method (algorithm.name) every
     configuration is compared with, setting by setting, with 95 % intervals over seeds
@@ -64,6 +67,12 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
     if fmt not in FORMATS:
         raise ReportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
     found = discover(root)
+    if table is not None:
+        tables = sorted({str(r.value("table")) for r in found.runs})
+        found.runs = [r for r in found.runs if r.value("table") == table]
+        if not found.runs:
+            raise ReportError(f"--table {table!r}: no finished run under {root} is filed under it; allowed: "
+                              f"{', '.join(tables) or 'none (no finished run)'}")
     if not found.runs:
         what = ""
         if found.skipped:
@@ -76,6 +85,11 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
     if baseline is not None:
         add_baseline(sections, baseline, found.runs)
     report = Report("")
+    root = Path(out) if out is not None else root   # where the files go, from here on
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        report.failed.append((root, e.strerror or type(e).__name__))
     for section in sections:
         name = slug(section.name or "runs")
         main = csv_frame(section, 0)
@@ -145,6 +159,11 @@ def main(argv=None) -> None:
                    help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
     p.add_argument("--format", choices=FORMATS, default="markdown",
                    help="how tables are printed and saved (report.md or report.tex); the CSVs are always written")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="where report.md, the CSVs and figures go (default: the directory read; a folder of "
+                        "committed runs stays as committed)")
+    p.add_argument("--table", metavar="NAME",
+                   help="only the runs filed under this paper table (config key `table`, e.g. clove_label_skews)")
     p.add_argument("--baseline", metavar="METHOD",
                    help="compare every configuration with this method (an algorithm name) in the same setting: "
                         "differences with 95%% confidence intervals over seeds, paired by seed or Welch")
@@ -155,7 +174,8 @@ def main(argv=None) -> None:
     if not root.is_dir():
         p.exit(2, f"fedcluster-report: {root} is a file, not a directory; give a run or multirun directory\n")
     try:
-        report = make_report(root, args.format, figures=args.figures, baseline=args.baseline)
+        report = make_report(root, args.format, figures=args.figures, baseline=args.baseline, out=args.out,
+                             table=args.table)
     except ReportError as e:
         p.exit(2, f"fedcluster-report: {e}\n")
     try:
@@ -163,7 +183,7 @@ def main(argv=None) -> None:
     except BrokenPipeError:   # `fedcluster-report DIR | head`: the reader has gone; not an error
         sys.stderr.close()
         sys.exit(0)
-    warning = report.warning(root)
+    warning = report.warning(args.out or root)
     if warning:
         print(warning, file=sys.stderr)
 
