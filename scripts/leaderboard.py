@@ -18,6 +18,8 @@ run folders, can be replaced in between. A session goes on from them like this:
   python scripts/archive_runs.py /work/runs/leaderboard docs/results/leaderboard_runs
   bash scripts/leaderboard.sh docs/results/leaderboard_runs plan          # the plan beside the runs
   python scripts/leaderboard.py docs/results/leaderboard_runs             # this page, from the commit
+  fedcluster-report docs/results/leaderboard_runs --table clove_label_skews \
+      --out docs/results/paper_protocol/clove_label_skews                  # CLoVE Tables 7-9's rows (FMNIST)
 
 A session lent a GPU runs the cells not finished there instead, ten jobs at a time (scripts/run_queue.sh;
 a job finished on either device is not queued again, scripts/pending_jobs.py):

@@ -8,6 +8,10 @@ is no longer there (the numbers changed) or a cited page is gone.
 
   python scripts/reproductions.py            # writes docs/reproductions.md
   python scripts/reproductions.py --check    # exit 1 if the committed page differs from a fresh one
+
+Exit status 2 (nothing written) where the registry is malformed: an unknown field, paper or status, a
+results page that does not exist, or a status of reproduced / partly / not without a results page and
+at least one quote from it, or a quote no longer on the page it cites.
 """
 import argparse
 import sys
@@ -25,6 +29,8 @@ PAPERS = {"fedsoft": "FedSoft (Ruan & Joe-Wong, AAAI 2022)",
           "fedcam": "Fed-CAM (Ma, Zhou, Long et al., structured FL through clustered additive modeling)",
           "clove": "CLoVE (clustering of loss vector embeddings)"}
 STATUSES = ("reproduced", "partly", "not", "not run", "data not on these machines")
+# The papers' tables that hold no results, and so no entry (the page says which and why).
+NOT_RESULTS = {"clove": "Table 6 lists the GitHub repositories of the baselines' code: no results to reproduce."}
 FIELDS = ("paper", "table", "what", "data", "preset", "results", "time", "status", "reason", "evidence", "caveats")
 
 
@@ -55,6 +61,8 @@ def check_entry(i: int, e: dict, root: Path) -> None:
             raise RegistryError(f"{name}: results page {path} does not exist")
     if e["status"] in ("reproduced", "partly", "not") and not results:
         raise RegistryError(f"{name}: status {e['status']!r} needs the results page that measured it")
+    if e["status"] in ("reproduced", "partly", "not") and not _as_list(e.get("evidence")):
+        raise RegistryError(f"{name}: status {e['status']!r} needs evidence: at least one quote from its results page")
     texts = [(root / p).read_text() for p in results]
     for quote in _as_list(e.get("evidence")):
         if not any(quote in t for t in texts):
@@ -112,15 +120,19 @@ def render(entries: list) -> str:
         out.append("")
         if notes:
             out += ["Caveats:", ""] + notes + [""]
+        if paper in NOT_RESULTS:
+            out += [f"Not listed: {NOT_RESULTS[paper]}", ""]
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="exit 1 if docs/reproductions.md differs from a fresh one")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 if docs/reproductions.md differs from a fresh one (2: the registry is malformed)")
     args = p.parse_args(argv)
     try:
-        text = render(load())
+        entries = load()
+        text = render(entries)
     except RegistryError as e:
         print(f"reproductions.py: {e}", file=sys.stderr)
         return 2
@@ -129,6 +141,9 @@ def main(argv=None) -> int:
             print("reproductions.py: docs/reproductions.md is not what docs/reproductions.yaml and the results give; "
                   "run: python scripts/reproductions.py", file=sys.stderr)
             return 1
+        quotes = sum(len(_as_list(e.get("evidence"))) for e in entries)
+        print(f"reproductions.py: docs/reproductions.md is up to date ({len(entries)} tables; {quotes} quotes found "
+              "on their results pages)")
         return 0
     write_text(PAGE, text)
     print(f"reproductions.py: wrote {PAGE.relative_to(ROOT)} ({len(text.splitlines())} lines)")

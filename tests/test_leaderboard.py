@@ -4,6 +4,7 @@ their intervals, the significantly-best mark and the missing cells, and draws it
 import importlib.util
 import math
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -223,3 +224,14 @@ def test_the_users_rounds_set_ifca_cams_warm_up_share_and_their_own_warm_up_wins
     make_cfg(["+preset=clove/images", "algorithm=ifca_cam", "rounds=3", "warmup_rounds=0"])   # composes and validates
     bad = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("usage: leaderboard.sh SWEEP_DIR")
+
+
+def test_clove_tables_7_to_9_page_is_the_report_of_the_committed_label_skew_runs(tmp_path, monkeypatch):
+    """docs/results/paper_protocol/clove_label_skews/report.md (CLoVE Tables 7-9's rows, which
+    docs/reproductions.md quotes) is `fedcluster-report docs/results/leaderboard_runs --table clove_label_skews
+    --out <that folder>` of the committed runs, run from the repository root."""
+    from fedcluster.report import make_report
+    committed = "docs/results/paper_protocol/clove_label_skews"
+    monkeypatch.chdir(ROOT)
+    fresh = make_report(Path("docs/results/leaderboard_runs"), table="clove_label_skews", out=tmp_path).text
+    assert fresh.replace(str(tmp_path), committed) == (ROOT / committed / "report.md").read_text()

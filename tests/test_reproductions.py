@@ -13,8 +13,10 @@ reproductions = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(reproductions)
 
 
-def test_the_committed_page_regenerates_byte_identical():
+def test_the_committed_page_regenerates_byte_identical(capsys):
     assert reproductions.main(["--check"]) == 0
+    assert "docs/reproductions.md is up to date (" in capsys.readouterr().out
+    assert "Not listed: Table 6 lists the GitHub repositories" in (ROOT / "docs" / "reproductions.md").read_text()
 
 
 def test_every_table_of_the_three_papers_has_a_status():
@@ -46,7 +48,8 @@ def test_a_quote_that_left_its_results_page_stops_generation(tmp_path):
 
 @pytest.mark.parametrize("change,message", [({"status": "done"}, "status='done' is unknown; allowed"),
                                             ({"results": "docs/results/gone.md"}, "gone.md does not exist"),
-                                            ({"results": None, "evidence": []}, "needs the results page")])
+                                            ({"results": None, "evidence": []}, "needs the results page"),
+                                            ({"evidence": []}, "status 'partly' needs evidence: at least one quote")])
 def test_a_malformed_entry_is_a_one_line_error(tmp_path, change, message):
     registry = _registry(tmp_path, {**ENTRY, **change})
     with pytest.raises(reproductions.RegistryError, match=message):
