@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 from fedcluster.hardware import device_kind  # noqa: E402
 from fedcluster.io import write_csv, write_text  # noqa: E402
 from fedcluster.results.compare import mean_interval, significantly_best  # noqa: E402
-from fedcluster.results.runs import discover, show, varying_keys  # noqa: E402
+from fedcluster.results.runs import ABSENT, discover, show, varying_keys  # noqa: E402
 
 SEEDS = 3
 PLAN = "leaderboard_plan.tsv"
@@ -238,6 +238,34 @@ def own_settings_section(found) -> list:
             "runs its defaults.", ""]
 
 
+def settings_section(table: dict, found) -> list:
+    """Each column's protocol, read from its runs' configs (the first run of the column; a column's runs
+    share it, methods apart): clients, rounds, model, each client's training data and local training."""
+    first = {}
+    for r in found.runs:
+        first.setdefault(setting_of(r), r)
+    out = ["## Settings", "", "| setting | clients | rounds | model | training samples per client | "
+           "test samples per client | local training |", "|---|---|---|---|---|---|---|"]
+    for s in sorted(table):
+        r = first[s]
+        v = r.value
+        clients = v("partition.num_clients")
+        per_client = v("partition.samples_per_client")
+        pool, test_pool = v("dataset.train_size"), v("dataset.test_size")
+        train = (show(per_client) if per_client not in (ABSENT, None)
+                 else f"a pool of {show(pool)} split class by class over the {show(clients)} clients"
+                 if pool not in (ABSENT, None) else "–")
+        test = v("partition.test_samples_per_client")
+        test = (show(test) if test not in (ABSENT, None)
+                else f"a pool of {show(test_pool)} split with the same shares" if test_pool not in (ABSENT, None) else "–")
+        steps = v("train.steps")
+        budget = (f"{show(steps)} steps" if steps not in (ABSENT, None)
+                  else f"{show(v('train.epochs'))} epoch{'s' if v('train.epochs') != 1 else ''}")
+        local = f"{show(v('train.optimizer'))} lr {show(v('train.lr'))}, batch {show(v('train.batch_size'))}, {budget}"
+        out.append(f"| {s} | {show(clients)} | {show(v('rounds'))} | {show(v('model.name'))} | {train} | {test} | {local} |")
+    return out + [""]
+
+
 def interval(values, scale):
     """(mean, 95 % half-width), both times `scale`."""
     mean, half = mean_interval(values)
@@ -269,6 +297,7 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
            "Welch where the seeds differ). Blank: not run."
            + (f" The cells unrounded, one row per setting, method and metric: [{cells_csv}]({cells_csv})." if cells_csv else ""),
            ""]
+    out += settings_section(table, found) if found is not None else []
     out += own_settings_section(found) if found is not None else []
     for key, (title, value, scale) in METRICS.items():
         cols = [s for s in settings if any(value(x) is not None for seeds in table[s].values() for x in seeds.values())]

@@ -74,6 +74,8 @@ def test_the_page_shows_intervals_the_significant_best_and_missing_cells(tmp_pat
     assert f"| clove | 81.0 ± {half:.1f} |" in text and f"| fedavg | 70.0 ± {half:.1f} |" in text
     assert "| ifca | 75.0 (n=1) |" in text
     assert "fashion_mnist/label_skew1 K=2: 1 of 3 seeds: ifca" in text
+    # each column's protocol, from its runs' configs (test_report's BASE_CONFIG: 6 clients, 2 rounds, Adam)
+    assert "| fashion_mnist/label_skew1 K=2 | 6 | 2 | linear | " in text and "| adam lr 0.005, batch 10, 1 epoch |" in text
     assert fig.stat().st_size > 0
     # the same cells, unrounded, in the tidy CSV beside the page
     assert "The cells unrounded, one row per setting, method and metric: [lb.csv](lb.csv)." in text
