@@ -44,6 +44,7 @@ analysis or a paper's table): the seeds, the mean, the 95 % half-width and wheth
 import argparse
 import csv
 import math
+import os
 import statistics
 import sys
 from collections import Counter
@@ -62,9 +63,10 @@ from fedcluster.results.runs import ABSENT, discover, show, varying_keys  # noqa
 
 SEEDS = 3
 PLAN = "leaderboard_plan.tsv"
+METRIC_NAMES = {"acc": "local_test_accuracy", "ari": "ari"}   # the CSV's `metric` column
+ARCHIVE = ROOT / "docs" / "results" / "leaderboard_runs"   # the committed runs (scripts/archive_runs.py)
 # Config keys a cell may hold several values of: the device (a cell may take seeds from this CPU and from a
 # GPU: the same configuration, only the arithmetic differs) and where the data files are read from.
-ARCHIVE = ROOT / "docs" / "results" / "leaderboard_runs"   # the committed runs (scripts/archive_runs.py)
 POOLED_KEYS = ("hardware.", "dataset.root", "dataset.download")
 METRICS = {"acc": ("local test accuracy, mean over clients (%)", lambda s: (s.get("local") or {}).get("local_test_accuracy"), 100.0),
            "ari": ("ARI of the final clustering vs the true clusters", lambda s: s.get("ari"), 1.0)}
@@ -299,31 +301,17 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
            ""]
     out += settings_section(table, found) if found is not None else []
     out += own_settings_section(found) if found is not None else []
-    for key, (title, value, scale) in METRICS.items():
-        cols = [s for s in settings if any(value(x) is not None for seeds in table[s].values() for x in seeds.values())]
+    frame = cells(table)   # the tables show the CSV's cells, rounded: the two cannot disagree
+    for key, (title, _, scale) in METRICS.items():
+        mine = frame[frame["metric"] == METRIC_NAMES[key]]
+        cols = [s for s in settings if (mine["setting"] == s).any()]
         if not cols:
             continue
         out += [f"## {title}", "", "| method | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-        best = {s: best_of(table[s], value) for s in cols}
+        shown_cells = {(r.setting, r.method): cell_text(r, scale) for r in mine.itertuples(index=False)}
         for m in methods:
-            cells, any_value = [], False
-            for s in cols:
-                vals = [value(x) for x in table[s].get(m, {}).values() if value(x) is not None]
-                if not vals:
-                    cells.append("")
-                    continue
-                any_value = True
-                mean, half = interval(vals, scale)
-                text = f"{mean:.1f}" if scale == 100 else f"{mean:.2f}"
-                if len(vals) > 1:
-                    text += f" ± {half:.1f}" if scale == 100 else f" ± {half:.2f}"
-                if len(vals) < SEEDS:
-                    text += f" (n={len(vals)})"
-                if best[s] == m:
-                    text += " ▲"
-                cells.append(text)
-            if any_value:
-                out.append(f"| {m} | " + " | ".join(cells) + " |")
+            if any((s, m) in shown_cells for s in cols):
+                out.append(f"| {m} | " + " | ".join(shown_cells.get((s, m), "") for s in cols) + " |")
         out.append("")
     out += revision_section(table) + device_section(table)
     missing = missing_cells(table, plan or {})
@@ -338,6 +326,17 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
 
 CSV_COLUMNS = ["dataset", "partition", "num_clusters", "setting", "method", "metric", "unit", "seeds", "n",
                "mean", "ci95_half_width", "significantly_best"]
+
+
+def cell_text(row, scale: float) -> str:
+    """One cell of the page: the mean, '± half-width' where seeds > 1, '(n=…)' below 3 seeds, '▲'."""
+    digits = 1 if scale == 100 else 2
+    text = f"{row.mean:.{digits}f}"
+    if row.n > 1:
+        text += f" ± {row.ci95_half_width:.{digits}f}"
+    if row.n < SEEDS:
+        text += f" (n={row.n})"
+    return text + (" ▲" if row.significantly_best else "")
 
 
 def cells(table: dict) -> pd.DataFrame:
@@ -357,7 +356,7 @@ def cells(table: dict) -> pd.DataFrame:
                 k = some.get("config", {}).get("num_clusters")
                 rows.append({"dataset": some.get("dataset"), "partition": some.get("partition"),
                              "num_clusters": k if k not in (None, "?") else None, "setting": s, "method": m,
-                             "metric": "local_test_accuracy" if key == "acc" else "ari",
+                             "metric": METRIC_NAMES[key],
                              "unit": "percent" if scale == 100 else "ari", "seeds": ";".join(str(x) for x in sorted(got)),
                              "n": len(got), "mean": mean, "ci95_half_width": None if math.isnan(half) else half,
                              "significantly_best": best == m})
@@ -401,11 +400,8 @@ def draw(table: dict, path: Path) -> None:
 
 
 def link_from(page: Path, target: Path) -> str:
-    """`target` as the page links it: relative to the page's folder where it lies below it."""
-    try:
-        return str(target.relative_to(page.parent))
-    except ValueError:
-        return str(target)
+    """`target` as the page links it: relative to the page's folder, wherever each lies."""
+    return Path(os.path.relpath(target.resolve(), page.resolve().parent)).as_posix()
 
 
 def main(argv=None) -> int:
@@ -425,9 +421,9 @@ def main(argv=None) -> int:
     if not table:
         print(f"leaderboard.py: no finished fedcluster run under {a.sweep}", file=sys.stderr)
         return 2
+    write_csv(a.csv, cells(table))   # the page last: it never links a file not yet written
     draw(table, a.figure)
     write_text(a.out, render(table, a.sweep, link_from(a.out, a.figure), read_plan(a.sweep), found, link_from(a.out, a.csv)))
-    write_csv(a.csv, cells(table))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
     print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}, {a.csv}"
           + (f" ({len(found.skipped)} not counted, listed on the page)" if found.skipped else ""))

@@ -179,6 +179,7 @@ def test_the_committed_page_is_made_from_the_committed_runs():
     made = leaderboard.cells(table)
     assert committed.shape == made.shape and list(committed.columns) == leaderboard.CSV_COLUMNS
     assert (committed["mean"] - made["mean"]).abs().max() < 1e-9
+    pd.testing.assert_frame_equal(committed, made.astype({"num_clusters": "float64"}), check_dtype=False, rtol=1e-12)
     # the settings leaderboard.sh gives a method beyond its defaults are read from its runs
     assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12;" in page
     assert "ifca_cam: warmup_rounds=9 (12 of its" in page                 # only the small protocol's runs
@@ -202,7 +203,7 @@ def test_runs_of_one_cell_in_different_configurations_are_refused_not_averaged(t
     assert sorted(table["fashion_mnist/label_skew1 K=2"]["ifca"]) == [0, 1, 2]
 
 
-def test_a_sweep_of_ones_own_gets_its_page_inside_it_not_the_committed_one(tmp_path):
+def test_a_sweep_of_ones_own_gets_its_page_inside_it_not_the_committed_one(tmp_path, monkeypatch):
     for seed in range(2):
         _run(tmp_path, "clove", "clove", seed, 0.8)
     page = ROOT / "docs" / "leaderboard.md"
@@ -212,6 +213,11 @@ def test_a_sweep_of_ones_own_gets_its_page_inside_it_not_the_committed_one(tmp_p
     for name in ("leaderboard.md", "leaderboard.png", "leaderboard.csv"):
         assert (tmp_path / name).stat().st_size > 0
     assert "[leaderboard.csv](leaderboard.csv)" in (tmp_path / "leaderboard.md").read_text()
+    # a page put elsewhere links the sweep's figure and CSV relative to itself, the sweep given relative
+    monkeypatch.chdir(tmp_path.parent)
+    assert leaderboard.main([tmp_path.name, "--out", "pages/lb.md", "--csv", "pages/lb.csv"]) == 0
+    page = (tmp_path.parent / "pages" / "lb.md").read_text()
+    assert f"![accuracy by setting](../{tmp_path.name}/leaderboard.png)" in page and "[lb.csv](lb.csv)" in page
 
 
 def test_the_users_rounds_set_ifca_cams_warm_up_share_and_their_own_warm_up_wins(tmp_path):

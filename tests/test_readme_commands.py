@@ -13,28 +13,32 @@ import pytest
 from conftest import CONF, ROOT, make_cfg
 from fedcluster.assemble import build
 
-# README commands this test leaves out, matched by a fragment, with why
+# README commands this test leaves out, by one of their arguments (a whole argument), with why
 LEFT_OUT = {
     "hydra/sweeper=optuna": "needs the optional Optuna sweeper (tests/test_launchers.py)",
     "hydra/launcher=slurm": "needs the optional submitit launcher and a cluster (tests/test_launchers.py)",
     "algorithm=fedtrim": "the plugin walk-through's own algorithm (tests/test_plugins.py installs and runs it)",
     "--help": "no config (tests/test_cli.py)",
-    "fedcluster show": "no config (tests/test_show.py)",
 }
 BUNDLED = ("synthetic", "digits")
 
 
-def readme_commands():
-    """Each `fedcluster ...` line of the README's bash blocks, continuation lines joined and the
+def readme_commands(program: str = "fedcluster"):
+    """Each `<program> ...` line of the README's bash blocks, continuation lines joined and the
     trailing comment dropped."""
     text = (ROOT / "README.md").read_text()
     out = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.split(r"\s#\s", line)[0].strip()
-            if line == "fedcluster" or line.startswith("fedcluster "):
+            if line == program or line.startswith(program + " "):
                 out.append(line)
     return out
+
+
+def left_out(command: str) -> bool:
+    args = shlex.split(command)[1:]
+    return args[:1] == ["show"] or any(a in LEFT_OUT for a in args)   # `fedcluster show`: tests/test_show.py
 
 
 def jobs(command: str):
@@ -53,7 +57,7 @@ def jobs(command: str):
 
 
 COMMANDS = readme_commands()
-TESTED = [c for c in COMMANDS if not any(f in c for f in LEFT_OUT)]
+TESTED = [c for c in COMMANDS if not left_out(c)]
 
 
 def test_the_readme_has_the_commands_this_test_reads():
@@ -71,3 +75,12 @@ def test_a_readme_command_composes_and_on_bundled_data_builds(command):
         cfg = make_cfg(overrides)
         if preset is None and cfg.dataset.name in BUNDLED and cfg.hardware.device == "cpu":
             build(cfg)
+
+
+@pytest.mark.parametrize("command", readme_commands("fedcluster-report"))
+def test_a_readme_report_command_parses(command):
+    """fedcluster-report's options as the README writes them (a placeholder such as <time> stands for
+    a folder)."""
+    from fedcluster.report import parser
+    args = parser().parse_args(shlex.split(re.sub(r"<[^>]+>", "x", command))[1:])
+    assert args.directory

@@ -223,4 +223,39 @@ def test_differences_are_printed_without_a_negative_zero_or_a_bound_rounded_onto
     assert Difference(0.0, -0.01, 0.01, "paired", "3", 100).text() == "0.0 [−1.0, +1.0]"
     assert Difference.of_baseline(0.4, 3, 100, False).text() == "40.0 (its mean)"
     assert Difference.of_baseline(0.955, 3, 1, True).text() == "0.955 (its mean) ▲best"
+    assert Difference(4.6e-18, -0.05, 0.05, "paired", "3", 100).text() == "0.0 [−5.0, +5.0]"   # noise of equal means
     assert latex_escape("−1.2 ▲best") == r"$-$1.2 $\blacktriangle$best"
+
+
+def test_a_sweep_of_the_warm_up_keeps_each_value_compared_with_the_baseline_run_alike(tmp_path):
+    """fedsoft and ifca both at warmup_rounds 9 and 30 (a key neither reads): two settings, each with
+    its own fedsoft, not one setting with two fedsoft configurations and nothing compared."""
+    for w in (9, 30):
+        for seed in (0, 1, 2):
+            make_run(tmp_path / f"fedsoft_{w}_s{seed}", seed, {"algorithm": FEDSOFT, "warmup_rounds": w},
+                     {"local": {"local_test_mse": 1.0 + seed}})
+            make_run(tmp_path / f"ifca_{w}_s{seed}", seed, {"warmup_rounds": w}, {"local": {"local_test_mse": 2.0 + seed}})
+    text = build_report(tmp_path, baseline="fedsoft")
+    assert "left out" not in text
+    diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv")
+    assert sorted(diff["setting"]) == ["warmup_rounds=30"] * 2 + ["warmup_rounds=9"] * 2
+    assert list(diff.loc[diff["method"] == "ifca", "MSE − fedsoft"]) == pytest.approx([1.0, 1.0])
+
+
+def test_a_k_set_on_the_algorithm_names_its_row_and_a_k_that_repeats_the_settings_does_not(tmp_path):
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1], [1.0, 2.0])
+    for k, mse in ((2, 4.0), (4, 6.0)):
+        for seed in (0, 1):
+            make_run(tmp_path / f"ifca_k{k}_s{seed}", seed, {"algorithm.num_clusters": k},
+                     {"local": {"local_test_mse": mse + seed}})
+    build_report(tmp_path, baseline="fedsoft")
+    diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv").set_index("method")
+    assert diff.loc["ifca (num_clusters=2)", "MSE − fedsoft"] == pytest.approx(3.0)
+    assert diff.loc["ifca (num_clusters=4)", "MSE − fedsoft"] == pytest.approx(5.0)
+
+
+def test_a_table_of_the_baseline_alone_has_no_differences_table_but_says_why(tmp_path):
+    runs(tmp_path, "ifca", None, [0, 1], [1.0, 2.0])
+    text = build_report(tmp_path, baseline="ifca")
+    assert "Differences to ifca" not in text and not (tmp_path / "report_runs_vs_ifca.csv").exists()
+    assert "setting the table's only one: only ifca ran there; nothing to compare with it." in text

@@ -68,7 +68,7 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
         raise ReportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
     found = discover(root)
     if table is not None:
-        tables = sorted({str(r.value("table")) for r in found.runs})
+        tables = sorted({r.value("table") for r in found.runs if isinstance(r.value("table"), str)})
         found.runs = [r for r in found.runs if r.value("table") == table]
         if not found.runs:
             raise ReportError(f"--table {table!r}: no finished run under {root} is filed under it; allowed: "
@@ -152,7 +152,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"fedcluster-report: {message}\n")
 
 
-def main(argv=None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """fedcluster-report's command line (also what tests read the README's report commands with)."""
     p = _Parser(prog="fedcluster-report", description=__doc__.splitlines()[0])
     p.add_argument("directory", type=Path, help="a run directory or a multirun directory")
     p.add_argument("--figures", action="store_true",
@@ -167,6 +168,11 @@ def main(argv=None) -> None:
     p.add_argument("--baseline", metavar="METHOD",
                    help="compare every configuration with this method (an algorithm name) in the same setting: "
                         "differences with 95%% confidence intervals over seeds, paired by seed or Welch")
+    return p
+
+
+def main(argv=None) -> None:
+    p = parser()
     args = p.parse_args(argv)
     root = args.directory
     if not root.exists():

@@ -45,18 +45,24 @@ def _algorithm_keys(cell: Cell) -> Tuple:
 
 
 def _in_setting(key: str) -> bool:
-    """Whether a config key is part of the setting methods are compared in (results/defaults.py)."""
-    return not key.startswith("algorithm.") and key != "table" and key not in ALGORITHM_OWNED_KEYS
+    """Whether a config key is part of the setting methods are compared in: not the algorithm's own
+    settings, nor the paper table a preset files the run under."""
+    return not key.startswith("algorithm.") and key != "table"
 
 
 def _setting(cell: Cell) -> Tuple:
-    """The setting's keys among those the sub-table lays out (what its label shows)."""
+    """The setting's keys among those the sub-table lays out (what its label shows). A top-level key
+    only some algorithms read (IFCA-CAM's `warmup_rounds`) stays in it, so runs that differ in it are
+    compared within their own value; a configuration alone with its value is matched by
+    _baseline_elsewhere, which leaves such keys out."""
     return tuple((k, v) for k, v in cell.key if _in_setting(k))
 
 
 def _setting_of_run(run: Run) -> Tuple:
-    """A run's whole setting, from its full config: what a baseline run from elsewhere must equal."""
-    return tuple(sorted((k, v) for k, v in run.flat.items() if _in_setting(k)))
+    """A run's whole setting, from its full config, without the top-level keys only some algorithms
+    read (results/defaults.py): what a baseline run from elsewhere must equal (FedAvg, which reads no
+    warm-up, is IFCA-CAM's baseline whatever IFCA-CAM's warm-up)."""
+    return tuple(sorted((k, v) for k, v in run.flat.items() if _in_setting(k) and k not in ALGORITHM_OWNED_KEYS))
 
 
 def _label(pairs) -> str:
@@ -64,12 +70,12 @@ def _label(pairs) -> str:
 
 
 def _method_label(cell: Cell, own: Optional[set] = None) -> str:
-    """The method and its settings that vary (`own`: only these keys), but not K, which follows the
-    setting's num_clusters."""
+    """The method and its settings that vary (`own`: only these keys), but not a K that only repeats the
+    setting's num_clusters (a K set on the algorithm itself, e.g. a sweep of it, is shown)."""
     name = show(cell.value("algorithm.name"))
     options = [(setting_name(k), v) for k, v in _algorithm_keys(cell)
-               if k != "algorithm.name" and not k.endswith("num_clusters") and v is not ABSENT
-               and (own is None or k in own)]
+               if k != "algorithm.name" and v is not ABSENT and (own is None or k in own)
+               and not (k.endswith("num_clusters") and v == cell.value("num_clusters"))]
     return name + (f" ({_label(options)})" if options else "")
 
 
@@ -163,9 +169,13 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
             base = _baseline_elsewhere(members, baseline, pool)
             if base is not None:
                 members = [base] + list(members)
+        named = _label(setting) if setting else "the table's only one"   # notes name the setting in full
         if base is None:
             why = "no" if not any(c.value("algorithm.name") == baseline for c in members) else "more than one"
-            notes.append(f"setting {label}: {why} {baseline} configuration to compare with; left out.")
+            notes.append(f"setting {named}: {why} {baseline} configuration to compare with; left out.")
+            continue
+        if all(c is base for c in members):
+            notes.append(f"setting {named}: only {baseline} ran there; nothing to compare with it.")
             continue
         members = [base] + sorted((c for c in members if c is not base),   # the baseline's row first, then by name
                                   key=lambda c: _method_label(c, own.get(c.value("algorithm.name"), set())))
@@ -188,6 +198,8 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
                 row[f"{name} − {baseline}"] = Difference(d.diff, d.low, d.high, d.test, d.n, scale, best[name] is c)
             row["test"] = "; ".join(sorted(tests)) if c is not base else f"seeds {', '.join(map(str, c.seeds))}"
             rows.append(row)
+    if not rows:
+        return pd.DataFrame(), notes
     frame = pd.DataFrame(rows).fillna("")
     empty = [col for col in frame.columns if col.endswith(f" − {baseline}")
              and not any(isinstance(v, Difference) and v.own_mean is None for v in frame[col])]

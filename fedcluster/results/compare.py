@@ -50,6 +50,8 @@ class Difference:
             rounds to 0.0 but is not 0 keeps 2 significant digits (a bound of +0.03 is not 'the 0' an
             interval is said to exclude), and an exact 0 has no sign."""
             v *= self.scale
+            if abs(v) < 1e-9:   # floating-point noise of equal means (4.6e-18), not a difference
+                v = 0.0
             digits = f"{abs(v):.3g}" if self.scale == 1 else f"{abs(v):.1f}"
             if float(digits) == 0 and v != 0:
                 digits = f"{abs(v):.2g}"
