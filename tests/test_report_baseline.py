@@ -228,18 +228,21 @@ def test_differences_are_printed_without_a_negative_zero_or_a_bound_rounded_onto
 
 
 def test_a_sweep_of_the_warm_up_keeps_each_value_compared_with_the_baseline_run_alike(tmp_path):
-    """fedsoft and ifca both at warmup_rounds 9 and 30 (a key neither reads): two settings, each with
-    its own fedsoft, not one setting with two fedsoft configurations and nothing compared."""
-    for w in (9, 30):
+    """fedsoft and ifca both at warmup_rounds 9 and 30 (a key neither reads): one setting, two fedsoft
+    baseline rows, and each ifca compared with the fedsoft run at its own warm-up value (not left out
+    as 'more than one fedsoft configuration')."""
+    for w, base in ((9, 1.0), (30, 3.0)):
         for seed in (0, 1, 2):
             make_run(tmp_path / f"fedsoft_{w}_s{seed}", seed, {"algorithm": FEDSOFT, "warmup_rounds": w},
-                     {"local": {"local_test_mse": 1.0 + seed}})
+                     {"local": {"local_test_mse": base + seed}})
             make_run(tmp_path / f"ifca_{w}_s{seed}", seed, {"warmup_rounds": w}, {"local": {"local_test_mse": 2.0 + seed}})
     text = build_report(tmp_path, baseline="fedsoft")
     assert "left out" not in text
-    diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv")
-    assert sorted(diff["setting"]) == ["warmup_rounds=30"] * 2 + ["warmup_rounds=9"] * 2
-    assert list(diff.loc[diff["method"] == "ifca", "MSE − fedsoft"]) == pytest.approx([1.0, 1.0])
+    diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv").set_index("method")
+    assert list(diff.index) == ["fedsoft (warmup_rounds=9) (baseline)", "fedsoft (warmup_rounds=30) (baseline)",
+                                "ifca (warmup_rounds=30)", "ifca (warmup_rounds=9)"]
+    assert diff.loc["ifca (warmup_rounds=9)", "MSE − fedsoft"] == pytest.approx(1.0)
+    assert diff.loc["ifca (warmup_rounds=30)", "MSE − fedsoft"] == pytest.approx(-1.0)
 
 
 def test_a_k_set_on_the_algorithm_names_its_row_and_a_k_that_repeats_the_settings_does_not(tmp_path):

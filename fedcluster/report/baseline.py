@@ -40,29 +40,30 @@ NOTE = ("Differences to the baseline {b}: this configuration's mean minus {b}'s 
         "percentage points of the local test metric; ARI of the final clustering; MSE lower is better.")
 
 
-def _algorithm_keys(cell: Cell) -> Tuple:
-    return tuple((k, v) for k, v in cell.key if k.startswith("algorithm."))
+def _is_option(key: str) -> bool:
+    """An algorithm's own setting: `algorithm.*`, and the top-level keys only some algorithms read
+    (results/defaults.py: IFCA-CAM's `warmup_rounds`), which do not change a method that does not."""
+    return key.startswith("algorithm.") or key in ALGORITHM_OWNED_KEYS
+
+
+def _option_keys(cell: Cell) -> Tuple:
+    return tuple((k, v) for k, v in cell.key if _is_option(k))
 
 
 def _in_setting(key: str) -> bool:
-    """Whether a config key is part of the setting methods are compared in: not the algorithm's own
-    settings, nor the paper table a preset files the run under."""
-    return not key.startswith("algorithm.") and key != "table"
+    """Whether a config key is part of the setting methods are compared in: not an algorithm's own
+    setting, nor the paper table a preset files the run under."""
+    return not _is_option(key) and key != "table"
 
 
 def _setting(cell: Cell) -> Tuple:
-    """The setting's keys among those the sub-table lays out (what its label shows). A top-level key
-    only some algorithms read (IFCA-CAM's `warmup_rounds`) stays in it, so runs that differ in it are
-    compared within their own value; a configuration alone with its value is matched by
-    _baseline_elsewhere, which leaves such keys out."""
+    """The setting's keys among those the sub-table lays out (what its label shows)."""
     return tuple((k, v) for k, v in cell.key if _in_setting(k))
 
 
 def _setting_of_run(run: Run) -> Tuple:
-    """A run's whole setting, from its full config, without the top-level keys only some algorithms
-    read (results/defaults.py): what a baseline run from elsewhere must equal (FedAvg, which reads no
-    warm-up, is IFCA-CAM's baseline whatever IFCA-CAM's warm-up)."""
-    return tuple(sorted((k, v) for k, v in run.flat.items() if _in_setting(k) and k not in ALGORITHM_OWNED_KEYS))
+    """A run's whole setting, from its full config: what a baseline run from elsewhere must equal."""
+    return tuple(sorted((k, v) for k, v in run.flat.items() if _in_setting(k)))
 
 
 def _label(pairs) -> str:
@@ -70,13 +71,15 @@ def _label(pairs) -> str:
 
 
 def _method_label(cell: Cell, own: Optional[set] = None) -> str:
-    """The method and its settings that vary (`own`: only these keys), but not a K that only repeats the
-    setting's num_clusters (a K set on the algorithm itself, e.g. a sweep of it, is shown)."""
+    """The method and its settings that vary (`own`: only these keys), each named once, but not a K that
+    only repeats the setting's num_clusters (a K set on the algorithm itself, e.g. a sweep of it, is shown)."""
     name = show(cell.value("algorithm.name"))
-    options = [(setting_name(k), v) for k, v in _algorithm_keys(cell)
-               if k != "algorithm.name" and v is not ABSENT and (own is None or k in own)
-               and not (k.endswith("num_clusters") and v == cell.value("num_clusters"))]
-    return name + (f" ({_label(options)})" if options else "")
+    options = {}
+    for k, v in _option_keys(cell):
+        if k != "algorithm.name" and v is not ABSENT and (own is None or k in own) \
+                and not (k.endswith("num_clusters") and v == cell.value("num_clusters")):
+            options.setdefault(setting_name(k), v)   # IFCA-CAM's warm-up: the top-level key and its own copy
+    return name + (f" ({_label(options.items())})" if options else "")
 
 
 def _by_seed(cell: Cell, value) -> Dict[object, float]:
@@ -88,19 +91,24 @@ def _by_seed(cell: Cell, value) -> Dict[object, float]:
     return out
 
 
-def _baseline_cell(cells: Sequence[Cell], baseline: str) -> Optional[Cell]:
-    """The baseline's cell of a setting: where it was run in several configurations, the one
-    with the fewest algorithm settings away from the algorithm's defaults (the others are its
-    sensitivity rows; without known defaults, the fewest set); None where there is none or no
-    single such one."""
+def _baseline_cell(cells: Sequence[Cell], baseline: str, like: Optional[Cell] = None) -> Optional[Cell]:
+    """The baseline's cell `like` (a configuration of the setting) is compared with: among the baseline's
+    cells there, those run at `like`'s values of the top-level keys only some algorithms read (a sweep of
+    the warm-up keeps each value apart) where any is; of these, the one with the fewest algorithm
+    settings away from the algorithm's defaults (the others are its sensitivity rows; without known
+    defaults, the fewest set). None where there is none or no single such one."""
     mine = [c for c in cells if c.value("algorithm.name") == baseline]
+    if like is not None and len(mine) > 1:
+        alike = [c for c in mine if all(c.value(k) == like.value(k) for k in ALGORITHM_OWNED_KEYS)]
+        mine = alike or mine
     if not mine:
         return None
     defaults = algorithm_defaults(str(baseline))
 
     def options(c):
         return sum(v is not ABSENT and (not defaults or defaults.get(k, ABSENT) != v)
-                   for k, v in _algorithm_keys(c) if k != "algorithm.name" and not reporting_only(k))
+                   for k, v in _option_keys(c)
+                   if k.startswith("algorithm.") and k != "algorithm.name" and not reporting_only(k))
     fewest = min(options(c) for c in mine)
     choice = [c for c in mine if options(c) == fewest]
     return choice[0] if len(choice) == 1 else None
@@ -111,15 +119,13 @@ def _significantly_best(cells: Sequence[Cell], value, higher: bool) -> Optional[
     return None if index is None else cells[index]
 
 
-def _baseline_elsewhere(members: Sequence[Cell], baseline: str, pool: Sequence[Run]) -> Optional[Cell]:
-    """The baseline's cell for a setting whose sub-table has no baseline run: its runs of the same
+def _baseline_elsewhere(members: Sequence[Cell], baseline: str, pool: Sequence[Run]) -> List[Cell]:
+    """The baseline's cells for a setting whose sub-table has no baseline run: its runs of the same
     whole setting among all the report's runs (`pool`), e.g. FedAvg inside a paper's table for a
-    method the table does not list; chosen as _baseline_cell chooses."""
+    method the table does not list."""
     setting = _setting_of_run(members[0].runs[0])
     runs = [r for r in pool if r.value("algorithm.name") == baseline and _setting_of_run(r) == setting]
-    if not runs:
-        return None
-    return _baseline_cell(make_cells(runs, varying_keys(runs) + ["algorithm.name"]), baseline)
+    return make_cells(runs, varying_keys(runs) + ["algorithm.name"]) if runs else []
 
 
 def _shown_setting_keys(settings: Sequence[Tuple]) -> List[str]:
@@ -138,11 +144,11 @@ def _shown_setting_keys(settings: Sequence[Tuple]) -> List[str]:
 
 
 def _own_options(cells: Sequence[Cell]) -> Dict[object, set]:
-    """{method: its algorithm keys whose values differ between its own cells}: what tells its rows apart
+    """{method: its own settings whose values differ between its own cells}: what tells its rows apart
     (a key another method varies, e.g. IFCA-CAM's warm-up, is no label of FeSEM-CAM's)."""
     values: Dict[Tuple, set] = {}
     for c in cells:
-        for k, v in _algorithm_keys(c):
+        for k, v in _option_keys(c):
             values.setdefault((c.value("algorithm.name"), k), set()).add(v)
     out: Dict[object, set] = {}
     for (method, k), vs in values.items():
@@ -161,28 +167,35 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
     shown = _shown_setting_keys(list(settings))
     own = _own_options(cells)
     metrics = [m for m in METRICS if any(m[1](s) is not None for c in cells for s in c.summaries)]
+
+    def label_of(c):
+        return _method_label(c, own.get(c.value("algorithm.name"), set()))
     rows, notes = [], []
     for setting, members in settings.items():
         label = _label([(k, v) for k, v in setting if k in shown])
-        base = _baseline_cell(members, baseline)
-        if base is None and not any(c.value("algorithm.name") == baseline for c in members):
-            base = _baseline_elsewhere(members, baseline, pool)
-            if base is not None:
-                members = [base] + list(members)
         named = _label(setting) if setting else "the table's only one"   # notes name the setting in full
-        if base is None:
+        if not any(c.value("algorithm.name") == baseline for c in members):
+            members = _baseline_elsewhere(members, baseline, pool) + list(members)
+        base_of = {id(c): _baseline_cell(members, baseline, like=c) for c in members}
+        if not any(c.value("algorithm.name") == baseline for c in members) or \
+                all(base_of[id(c)] is None for c in members):
             why = "no" if not any(c.value("algorithm.name") == baseline for c in members) else "more than one"
             notes.append(f"setting {named}: {why} {baseline} configuration to compare with; left out.")
             continue
-        if all(c is base for c in members):
+        bases = [c for c in members if base_of[id(c)] is c]
+        others = sorted((c for c in members if base_of[id(c)] not in (None, c)), key=label_of)
+        for c in members:
+            if base_of[id(c)] is None:
+                notes.append(f"setting {named}: {label_of(c)}: more than one {baseline} configuration to compare "
+                             "with; left out.")
+        if not others:
             notes.append(f"setting {named}: only {baseline} ran there; nothing to compare with it.")
             continue
-        members = [base] + sorted((c for c in members if c is not base),   # the baseline's row first, then by name
-                                  key=lambda c: _method_label(c, own.get(c.value("algorithm.name"), set())))
+        members = bases + others   # the baseline's rows first, then by name
         best = {name: _significantly_best(members, value, higher) for name, value, higher, _ in metrics}
         for c in members:
-            row = {"setting": label, "method": _method_label(c, own.get(c.value("algorithm.name"), set()))
-                   + (" (baseline)" if c is base else "")}
+            base = base_of[id(c)]
+            row = {"setting": label, "method": label_of(c) + (" (baseline)" if c is base else "")}
             tests = set()
             for name, value, higher, scale in metrics:
                 x, b = _by_seed(c, value), _by_seed(base, value)
