@@ -32,7 +32,8 @@ METRICS: List[Metric] = [
 ]
 
 NOTE = ("Differences to the baseline {b}: this configuration's mean minus {b}'s in the same setting (every "
-        "varying key but the algorithm's equal), with a 95 % confidence interval over seeds: paired by seed "
+        "config key but the algorithms' own settings equal; {b}'s runs may come from another table of this "
+        "report), with a 95 % confidence interval over seeds: paired by seed "
         "(t on the per-seed differences) where both were run on the same seeds, and so on the same data draws; "
         "Welch's unequal-variance interval otherwise (the 'test' column says which, and over how many seeds). "
         "'*': the interval excludes 0. '▲best': significantly the best configuration of its setting in that "
