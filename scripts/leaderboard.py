@@ -288,7 +288,8 @@ def shown(root: Path) -> str:
         return str(root)
 
 
-def render(table: dict, root: Path, figure: str = None, plan: dict = None, found=None, cells_csv: str = None) -> str:
+def render(table: dict, root: Path, figure: str = None, plan: dict = None, found=None, cells_csv: str = None,
+           frame: pd.DataFrame = None) -> str:
     settings = sorted(table)
     methods = sorted({m for col in table.values() for m in col})
     out = ["# Clustered-FL leaderboard", "",
@@ -301,7 +302,7 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
            ""]
     out += settings_section(table, found) if found is not None else []
     out += own_settings_section(found) if found is not None else []
-    frame = cells(table)   # the tables show the CSV's cells, rounded: the two cannot disagree
+    frame = cells(table) if frame is None else frame   # the CSV's cells, rounded: the two cannot disagree
     for key, (title, _, scale) in METRICS.items():
         mine = frame[frame["metric"] == METRIC_NAMES[key]]
         cols = [s for s in settings if (mine["setting"] == s).any()]
@@ -365,26 +366,28 @@ def cells(table: dict) -> pd.DataFrame:
     return frame
 
 
-def draw(table: dict, path: Path) -> None:
-    """Accuracy per setting, one marker per method with its 95 % interval."""
+def draw(table: dict, path: Path, frame: pd.DataFrame = None) -> None:
+    """Accuracy per setting, one marker per method with its 95 % interval: the page's cells (`frame`,
+    from cells(); made here when not given)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     settings = sorted(table)
     methods = sorted({m for col in table.values() for m in col})
-    value = METRICS["acc"][1]
+    frame = cells(table) if frame is None else frame
+    acc = frame[frame["metric"] == METRIC_NAMES["acc"]]
+    shown = {(r.setting, r.method): (r.mean, r.ci95_half_width) for r in acc.itertuples(index=False)}
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(settings)), 5))
     width = 0.8 / max(len(methods), 1)
     cmap = plt.get_cmap("tab20")
     for i, m in enumerate(methods):
         xs, ys, es = [], [], []
         for j, s in enumerate(settings):
-            vals = [value(x) for x in table[s].get(m, {}).values() if value(x) is not None]
-            if vals:
-                mean, half = interval(vals, 100.0)
+            if (s, m) in shown:
+                mean, half = shown[(s, m)]
                 xs.append(j - 0.4 + (i + 0.5) * width)
                 ys.append(mean)
-                es.append(0 if math.isnan(half) else half)
+                es.append(0 if half is None or math.isnan(half) else half)
         ax.errorbar(xs, ys, yerr=es, fmt="osD^v"[i % 5], ms=4, capsize=2, color=cmap(i % 20), label=m)
     ax.set_xlim(-0.5, len(settings) - 0.5)
     ax.set_xticks(range(len(settings)))
@@ -421,9 +424,11 @@ def main(argv=None) -> int:
     if not table:
         print(f"leaderboard.py: no finished fedcluster run under {a.sweep}", file=sys.stderr)
         return 2
-    write_csv(a.csv, cells(table))   # the page last: it never links a file not yet written
-    draw(table, a.figure)
-    write_text(a.out, render(table, a.sweep, link_from(a.out, a.figure), read_plan(a.sweep), found, link_from(a.out, a.csv)))
+    frame = cells(table)
+    write_csv(a.csv, frame)   # the page last: it never links a file not yet written
+    draw(table, a.figure, frame)
+    write_text(a.out, render(table, a.sweep, link_from(a.out, a.figure), read_plan(a.sweep), found, link_from(a.out, a.csv),
+                              frame))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
     print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}, {a.csv}"
           + (f" ({len(found.skipped)} not counted, listed on the page)" if found.skipped else ""))
