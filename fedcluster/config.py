@@ -30,7 +30,7 @@ OPTIONS = {
                   partitions.DirichletLabels, partitions.ClusteredDirichletLabels, partitions.NClassLabels,
                   partitions.ClusteredNClassLabels, partitions.LabelSkew1, partitions.LabelSkew2,
                   partitions.LabelSkew3, partitions.LabelSkew4, partitions.FeatureSkew, partitions.ConceptShift],
-    "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.LettersCNN, models.FedAvgCNN, models.CifarCNN,
+    "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.GenConvNet, models.LettersCNN, models.FedAvgCNN, models.CifarCNN,
               models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder,
               models.TextCNN],
     "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)
@@ -67,6 +67,7 @@ class Config:
     engine: str = MISSING
     eval_every: int = MISSING
     eval_local_train: bool = MISSING
+    eval_round_start_train: bool = MISSING
     num_clusters: Optional[int] = MISSING
     warmup_rounds: int = MISSING
     checkpoint_every: int = MISSING

@@ -36,10 +36,37 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True) -> 
     splits = [("local_test", data.local_test)] + ([("local_train", data.train)] if on_train else []) \
         + ([("local_val", data.validation)] if data.validation is not None else [])
     for eval_set, split in splits:
-        has = split.n > 0   # a client without samples in this split has no score
-        index = torch.nonzero(has).squeeze(1).tolist()
-        for model, out in alg.local_predictors(fed, split).items():
-            add(model, index, eval_set, model_metrics(task, out[has], split.y[has], split.mask[has], C))
+        rows += score_split(t, alg, fed, eval_set, split)
+    return rows
+
+
+ROUND_START_TRAIN = "round_start_train"
+
+
+def round_start_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
+    """Each client's local predictor on its own training split at the START of round t, before it
+    trains (the models the previous round's aggregation left), as eval_set `round_start_train`.
+
+    Why: CLoVE's tables score FedAvg (and Local-only, the centralised bound) so. Its notebook
+    (plot_utils/exp_evaluations_supervised.ipynb, `get_rounds_data_for_CLoVE`) averages the accuracy
+    lines a round logs before its first 'Server: Aggregating model' line, which for vanillaFL come from
+    `generate_loss_vectors(..., dataloaders=trainloaders)`: the global model on each client's training
+    samples as the round begins. A training-data score, kept in its own column, never in place of the
+    held-out `local_test` one."""
+    return score_split(t, alg, fed, ROUND_START_TRAIN, fed.data.train)
+
+
+def score_split(t: int, alg: Algorithm, fed: Federation, eval_set: str, split) -> List[dict]:
+    """Metric rows of every local predictor of `alg` on one per-client split (clients without samples
+    in it have no score)."""
+    task, C, rows = fed.data.task, fed.data.num_classes, []
+    has = split.n > 0
+    index = torch.nonzero(has).squeeze(1).tolist()
+    for model, out in alg.local_predictors(fed, split).items():
+        for metric, values in model_metrics(task, out[has], split.y[has], split.mask[has], C).items():
+            for i, v in zip(index, values.tolist()):
+                rows.append({"round": t, "model": model, "model_index": int(i), "eval_set": eval_set,
+                             "metric": metric, "value": float(v)})
     return rows
 
 

@@ -24,7 +24,7 @@ from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .identity import config_fingerprint
 from .integrity import seal_summary
 from .composition import check_declared
-from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate
+from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate, round_start_rows
 from .io import write_csv, write_json, write_text
 from .loggers import make_loggers
 from .metrics import key_metric
@@ -99,6 +99,10 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             lg.open(out, requested, ids, record.metrics, record.next_round)
         for t in range(record.next_round, cfg.rounds):
             signals.check()   # a stop noted since the last safe point (signals.py)
+            last = t == cfg.rounds - 1
+            evaluated = last or (t + 1) % cfg.eval_every == 0
+            if evaluated and cfg.eval_round_start_train:
+                record.metrics += round_start_rows(t, alg, fed)
             plan = alg.plan(t, fed)
             tick = time.perf_counter()
             result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed,
@@ -116,8 +120,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
             del result   # the round's trained rows and optimizer states: not held while the next round trains
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
-            last = t == cfg.rounds - 1
-            if last or (t + 1) % cfg.eval_every == 0:
+            if evaluated:
                 rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train)
                 record.metrics += rows
                 record.assignments += assignment_rows(t, alg)

@@ -33,7 +33,8 @@ class FeaturesClassifier(nn.Module):
 class LeNetCNN(FeaturesClassifier):
     """Small CNN: conv 6@5x5 -> pool -> conv 16@5x5 -> pool -> FC 120 -> FC 84 -> classes.
 
-    LeNet-style; the benchmark's workload (b) and CLoVE's 'GenConvNet' shape."""
+    LeNet-style; the benchmark's workload (b). Not CLoVE's GenConvNet, which has no hidden FC
+    layers (GenConvNet below)."""
 
     def __init__(self, in_shape, num_outputs: int, init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
@@ -44,6 +45,23 @@ class LeNetCNN(FeaturesClassifier):
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), 120), nn.ReLU(),
             nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
+        initialize(self, init)
+
+
+class GenConvNet(FeaturesClassifier):
+    """CLoVE's model for MNIST and Fashion-MNIST (authors' `model.py`, class GenConvNet, repository
+    Nokia-Bell-Labs/Loss-Vector-based-Clustered-Federated-Learning at b602090f): conv 6@5x5 -> ReLU ->
+    2x2 max-pool -> conv 16@5x5 -> ReLU -> 2x2 max-pool -> one linear layer 16*4*4 -> classes. No
+    hidden fully connected layer: the flattened convolutions are the representation the class layer
+    reads (FedProto's and FedPAC's features)."""
+
+    def __init__(self, in_shape, num_outputs: int, init: Annotated[str, OneOf(INITS)] = "pytorch"):
+        super().__init__()
+        c = in_shape[0]
+        self.features = nn.Sequential(
+            nn.Conv2d(c, 6, 5), nn.ReLU(), MaxPool2x2(),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), MaxPool2x2(), nn.Flatten())
+        self.classifier = nn.Sequential(nn.Linear(_flat_size(self.features, in_shape), num_outputs))
         initialize(self, init)
 
 
