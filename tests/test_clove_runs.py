@@ -1,3 +1,4 @@
+import json
 """CLoVE, CFL and IFCA end to end on a small learnable fake Fashion-MNIST with cluster skews."""
 import numpy as np
 import pandas as pd
@@ -115,6 +116,17 @@ def test_images_preset_and_report_print_our_numbers_beside_the_papers(tmp_path, 
     assert row["fashion_mnist acc % − paper"] == pytest.approx(row["fashion_mnist acc % mean"] - 99.1)   # the difference
     assert "(different protocol: rounds 100 vs ours 3" in text
     assert "CLoVE Tables 1, 2, 4" in text and (sweep / "ari_over_rounds.png").exists()
+    # FedAvg: the paper's cell (64.7 ± 1.2, a training-data score in CLoVE's notebook) stands beside our
+    # training-data column and is compared with it; our held-out test accuracy is kept, with no paper cell
+    fedavg = table[table["method"] == "fedavg"].iloc[0]
+    summary = json.loads(next(p for p in (sweep / "0").glob("summary.json")).read_text())
+    ours = 100 * summary["local"]["round_start_train_accuracy"]
+    assert fedavg["fashion_mnist train acc paper mean"] == 64.7 and pd.isna(fedavg["fashion_mnist acc paper mean"])
+    assert fedavg["fashion_mnist train acc % (round start) mean"] == pytest.approx(ours, abs=0.05)
+    assert fedavg["fashion_mnist train acc % (round start) − paper"] == pytest.approx(fedavg["fashion_mnist train acc % (round start) mean"] - 64.7)
+    assert fedavg["fashion_mnist acc % mean"] == pytest.approx(100 * summary["local"]["local_test_accuracy"], abs=0.05)
+    assert pd.isna(row["fashion_mnist train acc paper mean"])   # CLoVE's row is a test score in the paper and here
+    assert "Train acc (round start)" in text
 
 
 @pytest.mark.parametrize("preset,table,option", [("init_study", "clove_init_study", "algorithm.init=identical"),

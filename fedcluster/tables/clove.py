@@ -17,6 +17,19 @@ CLOVE_DATASETS = ("mnist", "cifar10", "fashion_mnist")
 
 CLOVE_METHODS = ("fedavg", "local", "perfedavg", "fedproto", "fedala", "fedpac", "cfl", "fesem", "flexcfl", "pacfl", "ifca", "clove")
 
+# The rows of CLoVE's tables that its code scored on the clients' TRAINING data. Its notebook
+# (plot_utils/exp_evaluations_supervised.ipynb at b602090f, get_rounds_data_for_CLoVE) reads every in-repository
+# row from the one line learning_utils.py:260 logs on each test() call, and files the lines of a round before its
+# first 'Server: Aggregating model' line under `accuracies_2`, which it averages for vanillaFL. For vanillaFL those
+# lines come from generate_loss_vectors(..., dataloaders=trainloaders) (algorithm_utils.py:264-269): the global
+# model on each client's own training samples as the last round begins (after 99 aggregations), unweighted mean
+# over clients. Local-only logs no aggregation line, so its `accuracies_2` are its test-data lines after training
+# (algorithm_utils.py:132, 144): a test score like ours. Our runs record the FedAvg score as
+# `round_start_train_accuracy` (eval_round_start_train=true); the paper's cell of these rows is compared with it, in
+# its own column, and the held-out test accuracy stays beside it.
+CLOVE_TRAIN_SCORED = ("fedavg",)
+TRAIN_SCORED_KEY = "round_start_train_accuracy"
+
 def _by_mixing(rows) -> dict:
     """{mixing: {(method, dataset): (mean, std)}} of rows of one metric (paper_numbers.csv)."""
     return {mixing: mean_std(block) for mixing, block in by_setting(rows).items()}
@@ -87,7 +100,8 @@ def table_clove(cells, ctx) -> Table:
             protocol = CLOVE_PROTOCOL_BY_MIXING.get(mixing, default)
             found += protocol_gaps(protocol, runs_of([c for (m, _, dd), c in index.items() if m == mixing and dd == d]))
         gaps[d] = unique(found)
-    rows = []
+    rows, compare = [], {}
+    scored_on_train = any(local_metric(s, TRAIN_SCORED_KEY) is not None for c in cells for s in c.summaries)
     for mixing in mixings:
         for method in methods:
             if not any((mixing, method, d) in index for d in datasets):
@@ -98,8 +112,16 @@ def table_clove(cells, ctx) -> Table:
                 rs = cell.summaries if cell else []
                 conv = CLOVE_CONVERGENCE_FMNIST.get(mixing, {}).get(method) if d == "fashion_mnist" else None
                 g = gaps[d]
+                paper = _paper_cell(CLOVE_ACCURACY.get(mixing, {}).get((method, d)))
+                on_train = scored_on_train and method in CLOVE_TRAIN_SCORED
                 row[f"{d} acc %"] = Stat.pct(local_metric(s, "local_test_accuracy") for s in rs)
-                row[paper_label(f"{d} acc paper", g)] = _paper_cell(CLOVE_ACCURACY.get(mixing, {}).get((method, d)))
+                row[paper_label(f"{d} acc paper", g)] = DASH if on_train else paper
+                if scored_on_train:
+                    ours, theirs = f"{d} train acc % (round start)", paper_label(f"{d} train acc paper", g)
+                    row[ours] = (Stat.pct(local_metric(s, TRAIN_SCORED_KEY) for s in rs) if method in CLOVE_TRAIN_SCORED
+                                 else Stat(()))
+                    row[theirs] = paper if on_train else DASH
+                    compare[theirs] = ours
                 row[f"{d} ARI"] = Stat.of(s.get("ari") for s in rs)
                 row[paper_label(f"{d} ARI paper", g)] = _paper_cell(CLOVE_ARI.get(mixing, {}).get((method, d)), digits=2)
                 row[f"{d} % final ARI by r10"] = Stat.of((pct_of_final_by(s) for s in rs), style="pct")
@@ -113,7 +135,13 @@ def table_clove(cells, ctx) -> Table:
     notes = [f"{len(runs)} runs; {rounds} rounds. Accuracy: each client's assigned model on its own held-out test data, "
              "mean over clients; ARI: clients' clustering vs the true clusters, final round. Rounds are 1-based. "
              "'paper': CLoVE's reported numbers (100 rounds, 3 seeds; FMNIST only for the convergence columns)."]
-    return Table(pd.DataFrame(rows).fillna(""), notes)
+    if scored_on_train:
+        notes.append("Train acc (round start): each client's model on its own TRAINING data as the last round begins, "
+                     "mean over clients; shown for " + ", ".join(CLOVE_TRAIN_SCORED) + ", the rows CLoVE's code scored so "
+                     "(its notebook averages those rows' training-data accuracy lines, accuracies_2). Their paper cells "
+                     "stand beside that column and are compared with it; their held-out test accuracy is in the acc % "
+                     "column, with no paper cell. Every other row is test accuracy in the paper and here.")
+    return Table(pd.DataFrame(rows).fillna(""), notes, compare=compare or None)
 
 def table_clove_linreg(cells, ctx) -> Table:
     """CLoVE App. C.1.1 (Figure 3a as a table): ARI at selected rounds per method and delta."""
@@ -191,12 +219,12 @@ def table_clove_ablation(cells, ctx) -> Table:
 _CLOVE_KEYS = ("partition.name", "algorithm.name", "dataset.name")
 
 # Which runs each table is for (common.Identity): the methods its preset sweeps, the data sets
-# and mixings the paper's table has (Fashion-MNIST here; MNIST and CIFAR-10 where present, the
-# LeNet-style GenConvNet as the presets document), the model of the preset. cfl_calibrated is
+# and mixings the paper's table has (Fashion-MNIST here; MNIST and CIFAR-10 where present), the model of the
+# preset: GenConvNet, the authors' (model.py at b602090f); lenet for the runs made before the presets used it. cfl_calibrated is
 # CFL with thresholds fitted to this setting, which clove/images documents adding to its sweep
 # (no paper numbers of its own). The studies without paper numbers keep to their preset's setting.
 _CLOVE_IMAGE_RUNS = Identity.of(algorithm=CLOVE_METHODS + ("cfl_calibrated",), dataset=CLOVE_DATASETS,
-                                model=("lenet",), partition=CLOVE_MIXINGS)
+                                model=("genconv", "lenet"), partition=CLOVE_MIXINGS)
 _CLOVE_TEXT_RUNS = Identity.of(algorithm=CLOVE_METHODS, dataset=[d for cells in CLOVE_TEXT_ACCURACY.values() for _, d in cells],
                                model=("textcnn", "mlp"), partition=tuple(CLOVE_TEXT_ACCURACY))
 _CLOVE_UNSUPERVISED_RUNS = Identity.of(algorithm=[m for m, _ in CLOVE_UNSUPERVISED], dataset=[d for _, d in CLOVE_UNSUPERVISED],

@@ -1,0 +1,30 @@
+"""eval_round_start_train: each client's model on its own training data as a round BEGINS (CLoVE's
+notebook scores FedAvg so), in rows of its own that change no other number of the run."""
+import pandas as pd
+
+from fedcluster.runner import run
+
+
+def _metrics(path):
+    return pd.read_csv(path / "metrics.csv")
+
+
+def test_round_start_score_is_the_previous_rounds_model_on_training_data(tmp_path, small_cfg):
+    on = run(small_cfg("eval_round_start_train=true", "eval_local_train=true", algorithm="fedavg"), tmp_path / "on")
+    m = _metrics(tmp_path / "on")
+    start = m[(m["eval_set"] == "round_start_train") & (m["model"] == "local")]
+    end = m[(m["eval_set"] == "local_train") & (m["model"] == "local")]
+    assert sorted(start["round"].unique()) == [0, 1, 2]
+    for t in (1, 2):   # the model a round starts from is the one the previous round's aggregation left
+        a = start[start["round"] == t].sort_values(["metric", "model_index"])["value"].to_numpy()
+        b = end[end["round"] == t - 1].sort_values(["metric", "model_index"])["value"].to_numpy()
+        assert len(a) == len(b) > 0 and (abs(a - b) < 1e-9).all()
+    assert on["local"]["round_start_train_mse"] == start[start["round"] == 2].query("metric == 'mse'")["value"].mean()
+
+
+def test_round_start_rows_change_no_other_number(tmp_path, small_cfg):
+    run(small_cfg("eval_round_start_train=true", algorithm="ifca"), tmp_path / "on")
+    run(small_cfg("eval_round_start_train=false", algorithm="ifca"), tmp_path / "off")
+    on, off = _metrics(tmp_path / "on"), _metrics(tmp_path / "off")
+    kept = on[on["eval_set"] != "round_start_train"].drop(columns=["run_id"]).reset_index(drop=True)
+    assert len(on) > len(kept) and kept.equals(off.drop(columns=["run_id"]).reset_index(drop=True))
