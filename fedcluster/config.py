@@ -103,12 +103,21 @@ def _unique() -> str:
 NAME_MAX = 255   # bytes in one path component on Linux and macOS file systems
 
 
+def safe_component(name: str) -> str:
+    """`name` as ONE path component that stays inside its folder, whatever an override value says:
+    '%' and then '/', '\\' and NUL are percent-encoded (so distinct names stay distinct), and so is the
+    leading '.' of a name that starts with one ('..', '.', a hidden name). `dataset.root=../../x` names
+    the job `dataset.root=..%2F..%2Fx`, inside the sweep directory."""
+    out = name.replace("%", "%25").replace("/", "%2F").replace("\\", "%5C").replace("\0", "%00")
+    return "%2E" + out[1:] if out.startswith(".") else out
+
+
 def sweep_job_dirname(override_dirname: str) -> str:
     """A sweep job's directory: its overrides (the keys that change results), or `default`.
     A name over the file system's NAME_MAX keeps its first bytes and ends in `~` and 12 hex digits of
     the whole name's SHA-256, so it stays one directory per override set (a re-run finds it again)
     instead of failing with "File name too long"."""
-    name = override_dirname or "default"
+    name = safe_component(override_dirname or "default")
     raw = name.encode()
     if len(raw) <= NAME_MAX:
         return name

@@ -35,6 +35,28 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of `path`, which must be a regular file itself: a symlink, a named pipe (which would
+    block a plain read forever), a device or a folder is DamagedFile, without opening it as a stream.
+    Opened with O_NOFOLLOW | O_NONBLOCK and checked again on the open descriptor, so a file swapped for
+    one of those between the check and the open is refused too."""
+    import os
+    import stat
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a named pipe" if stat.S_ISFIFO(st.st_mode)
+                else "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+        raise DamagedFile(f"is {kind}, not a file fedcluster wrote")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DamagedFile("is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def pack_checkpoint(payload: bytes, fingerprint: str, next_round: int) -> bytes:
     header = {"sha256": sha256_bytes(payload), "size": len(payload), "fingerprint": fingerprint,
               "next_round": int(next_round)}
@@ -44,7 +66,7 @@ def pack_checkpoint(payload: bytes, fingerprint: str, next_round: int) -> bytes:
 def read_checkpoint(path: Path):
     """(header, payload bytes) of a checkpoint file whose checksum holds; DamagedFile otherwise."""
     try:
-        data = Path(path).read_bytes()
+        data = read_regular_file(Path(path))
     except OSError as e:
         raise DamagedFile(f"cannot be read ({e.strerror or e})") from None
     if not data:

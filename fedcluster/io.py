@@ -14,7 +14,7 @@ import torch
 
 from .errors import WriteFailed
 from .identity import json_default
-from .rundir import check_still_owned, is_owned
+from .rundir import check_still_owned, is_owned, note_written
 from .signals import deferred
 
 
@@ -60,6 +60,7 @@ def _atomic(path: Path, write) -> None:
             _fsync(tmp)
             os.replace(tmp, path)
             _fsync(path.parent, directory=True)
+            note_written(path)   # the run's manifest: what overwrite and clean-up may remove
         except BaseException as e:
             if tmp is not None and os.path.exists(tmp):
                 try:

@@ -6,6 +6,7 @@ checksum and the config fingerprint (integrity.py). A damaged newest one is set 
 checkpoint.damaged.pt and the run resumes from the previous one, saying so in one line; with
 no good checkpoint left the resume is a one-line error saying what to do."""
 import io
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,8 +106,10 @@ def read_checkpoint_file(path: Path, device="cpu") -> dict:
     """A checkpoint's contents after its checksum is verified (DamagedFile otherwise)."""
     header, payload = read_checkpoint(path)
     try:
-        ckpt = torch.load(io.BytesIO(payload), map_location=device, weights_only=False)
-    except Exception as e:   # noqa: BLE001 -- a payload that passed its checksum but does not load
+        # weights_only: tensors and plain data only. A digest stored beside the payload proves nothing
+        # against whoever can write the directory, so no checkpoint is ever unpickled with code in it
+        ckpt = torch.load(io.BytesIO(payload), map_location=device, weights_only=True)
+    except Exception as e:   # noqa: BLE001 -- a payload that passed its checksum but does not load (or holds code)
         raise DamagedFile(f"cannot be loaded ({type(e).__name__})") from None
     if not isinstance(ckpt, dict) or ckpt.get("fingerprint") != header.get("fingerprint"):
         raise DamagedFile("does not match its header")
@@ -118,7 +121,7 @@ def load_checkpoint(out: Path, fingerprint: str, device) -> Optional[dict]:
     A damaged newest one is renamed checkpoint.damaged.pt (kept for inspection) and the previous
     one resumes, with a one-line notice; a checkpoint of another config is refused."""
     newest, previous = out / CHECKPOINT, out / PREVIOUS_CHECKPOINT
-    candidates = [p for p in (newest, previous) if p.exists()]
+    candidates = [p for p in (newest, previous) if os.path.lexists(p)]
     if not candidates:
         return None
     problems = []

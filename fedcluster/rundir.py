@@ -7,8 +7,12 @@
 - a directory that holds another config's run (its `config.yaml` or checkpoint) is refused,
   naming the keys that differ, and left byte-identical;
 - the same config, unfinished: resume; finished: "already complete" (nothing redone) unless
-  `overwrite=true`, whose run removes the old results once every check before training has
-  passed (never mixes two runs' files; a refused replacement leaves the old run as it was).
+  `overwrite=true`, whose run sets the old results aside once every check before training has
+  passed and removes them only when it has finished (never mixes two runs' files; a refused or
+  failed replacement leaves the old run as it was);
+- what is ours: the names a run writes (RUN_FILES, OWN_DIRS) and those its manifest lists; a user's
+  own files in a run directory are never removed, and a folder holding only a user's files is no run
+  to replace; a symbolic link under one of our names is refused (nothing is written through it).
 Keys that do not change results (identity.py `VOLATILE_KEYS`) are left out of the comparison."""
 import errno
 import fcntl
@@ -29,11 +33,78 @@ CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 PREVIOUS_CHECKPOINT_FILE = "checkpoint.prev.pt"
-# What a run writes; `overwrite=true` removes exactly these (and nothing the user put there).
-RESULT_PATTERNS = ("config.yaml", "summary.json", "checkpoint.pt", "checkpoint.*.pt", "run.log", "mlflow_run_id.txt", "*.csv", "*.png",
-                   "*.pdf", "*.svg")
+# The record of every other file name a run wrote (figures, extra tables): with RUN_FILES, what is ours
+MANIFEST_FILE = ".fedcluster-files.json"
+# The names every run may write. A user's own files (notes, figures, tables) are never among them, so
+# overwrite, resume and clean-up leave them where they are.
+RUN_FILES = (CONFIG_FILE, SUMMARY_FILE, CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE, "checkpoint.damaged.pt", "run.log",
+             "mlflow_run_id.txt", "metrics.csv", "assignments.csv", "cluster_sizes.csv", MANIFEST_FILE)
 OWN_DIRS = (".hydra", "tensorboard", "wandb")
+# overwrite=true moves the old run here before the new one writes; it goes back if the new run fails
+SET_ASIDE_DIR = ".fedcluster-replaced"
 FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv")   # written only as a run finishes (artifacts.py)
+
+
+def plain_name(name) -> bool:
+    """A single file name inside the folder (no separator, not '.' or '..')."""
+    return isinstance(name, str) and bool(name) and "/" not in name and "\\" not in name and "\0" not in name \
+        and name not in (".", "..")
+
+
+def run_files(path: Path) -> set:
+    """The file names in `path` that a fedcluster run wrote: the fixed RUN_FILES and those its
+    manifest lists (plain names only; a manifest that is damaged, a link or not a file adds none)."""
+    from .integrity import DamagedFile, read_regular_file
+    names = set(RUN_FILES)
+    try:
+        listed = json.loads(read_regular_file(Path(path) / MANIFEST_FILE))
+    except (OSError, DamagedFile, ValueError):
+        return names
+    if isinstance(listed, list):
+        names.update(n for n in listed if plain_name(n) and not n.startswith(SET_ASIDE_DIR))
+    return names
+
+
+# Names written so far by this process, per held run directory (its manifest's contents)
+_WRITTEN: Dict[str, set] = {}
+
+
+def note_written(path: Path) -> None:
+    """Record `path` (a file io.py just wrote into a held run directory) in the run's manifest, so
+    that overwrite and clean-up can tell the run's files from a user's."""
+    key = os.path.abspath(path.parent)
+    if key not in _OWNED or path.name in RUN_FILES or not plain_name(path.name):
+        return
+    names = _WRITTEN.setdefault(key, set(run_files(path.parent)) - set(RUN_FILES))
+    if path.name in names:
+        return
+    names.add(path.name)
+    _write_manifest(Path(key), sorted(names))
+
+
+def _write_manifest(directory: Path, names: List[str]) -> None:
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{MANIFEST_FILE}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(names, f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, directory / MANIFEST_FILE)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def links_among_ours(path: Path) -> List[str]:
+    """'name -> target' of every symbolic link in `path` under a name fedcluster writes, reads or
+    removes: a run never writes, appends or removes through a link."""
+    out = []
+    for name in sorted(run_files(path) | set(OWN_DIRS) | {SET_ASIDE_DIR}):
+        p = path / name
+        if os.path.islink(p):
+            out.append(f"{name} -> {os.readlink(p)}")
+    return out
 
 
 def differing_keys(old: dict, new: dict) -> List[str]:
@@ -194,43 +265,82 @@ def _read_summary(path: Path) -> Optional[dict]:
 
 
 def _foreign_entries(path: Path) -> List[str]:
-    """Entries that no fedcluster run wrote (the directory is someone else's)."""
-    ours = set(OWN_DIRS)
-    out = []
-    for entry in path.iterdir():
-        name = entry.name
-        if name in ours or _is_temp(name):
-            continue
-        if any(entry.match(p) for p in RESULT_PATTERNS):
-            continue
-        out.append(name)
-    return sorted(out)
+    """Entries that no fedcluster run wrote (a user's own files, or someone else's directory)."""
+    ours = run_files(path) | set(OWN_DIRS) | {SET_ASIDE_DIR}
+    return sorted(e.name for e in path.iterdir() if e.name not in ours and not _is_temp(e.name, ours))
 
 
-def _is_temp(name: str) -> bool:
-    """A temporary file of io.py's atomic writes (`.<name>.<random>.tmp`)."""
-    return name.startswith(".") and name.endswith(".tmp")
+def _is_temp(name: str, ours=RUN_FILES) -> bool:
+    """A temporary file of io.py's atomic writes of one of our files (`.<name>.<random>.tmp`)."""
+    return name.startswith(".") and name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in ours)
 
 
 def remove_stale_temp_files(path: Path) -> List[str]:
-    """Temporary files left by a process killed mid-write (we hold the lock: no writer is alive)."""
-    removed = []
+    """Our temporary files left by a process killed mid-write (we hold the lock: no writer is alive);
+    unlink removes a link itself, never what it points to."""
+    ours, removed = run_files(path), []
     for f in path.glob(".*.tmp"):
-        if f.is_file():
+        if _is_temp(f.name, ours) and (f.is_symlink() or f.is_file()):
             f.unlink()
             removed.append(f.name)
     return removed
 
 
+def _our_entries(path: Path) -> List[Path]:
+    """The run's own files and folders in `path` (regular files and real folders; links are refused
+    at claim, so none is followed here)."""
+    out = []
+    for name in sorted(run_files(path)):
+        p = path / name
+        if not os.path.islink(p) and p.is_file():
+            out.append(p)
+    for name in OWN_DIRS:
+        p = path / name
+        if not os.path.islink(p) and p.is_dir():
+            out.append(p)
+    return out
+
+
 def remove_results(path: Path) -> None:
-    """Delete a previous run's files (overwrite=true): only the names a run writes."""
-    for pattern in RESULT_PATTERNS:
-        for f in path.glob(pattern):
-            if f.is_file():
-                f.unlink()
-    for d in OWN_DIRS:
-        if (path / d).is_dir():
-            shutil.rmtree(path / d)
+    """Delete the run's own files (the names a run writes, and those its manifest lists), nothing else."""
+    for p in _our_entries(path):
+        if p.is_dir():
+            shutil.rmtree(p)   # does not follow links inside the folder
+        else:
+            p.unlink()
+
+
+def set_aside_results(path: Path) -> None:
+    """overwrite=true: move the old run's files into SET_ASIDE_DIR inside the run directory (a rename:
+    nothing is copied or lost) before the new run writes; `restore_set_aside` puts them back if the new
+    run fails, `drop_set_aside` removes them once it finished. A set-aside folder left by a replacement
+    that was killed already holds the old run: the killed replacement's own files go instead."""
+    aside = path / SET_ASIDE_DIR
+    if aside.is_dir() and not aside.is_symlink():
+        remove_results(path)
+        return
+    entries = _our_entries(path)
+    os.mkdir(aside)
+    for p in entries:
+        os.rename(p, aside / p.name)
+
+
+def restore_set_aside(path: Path) -> None:
+    """The new run failed: remove what it wrote and move the old run back, whole."""
+    aside = path / SET_ASIDE_DIR
+    if not aside.is_dir() or aside.is_symlink():
+        return
+    remove_results(path)
+    for p in list(aside.iterdir()):
+        os.rename(p, path / p.name)
+    aside.rmdir()
+
+
+def drop_set_aside(path: Path) -> None:
+    """The replacement finished: the old run's files go."""
+    aside = path / SET_ASIDE_DIR
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside)
 
 
 def _same_directory(path: Path, fd: int) -> bool:
@@ -313,6 +423,7 @@ def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
                 raise
             finally:
                 _OWNED.pop(key, None)
+                _WRITTEN.pop(key, None)
             _CREATED.pop(key, None)   # a run that started keeps its directory
     except RunDirectoryError:
         # refused before the lock was ours (in use): nothing of another process is touched, but
@@ -331,6 +442,11 @@ def _refuse_finished(path: Path, problem: str) -> RunDirectoryError:
 
 def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
     from .integrity import finished_run_problem
+    links = links_among_ours(path)
+    if links:
+        raise RunDirectoryError(f"output directory {path} holds a symbolic link where a run keeps its files "
+                                f"({links[0]}); fedcluster never writes, appends or removes through a link: remove it "
+                                "or choose another hydra.run.dir")
     old = _read_config(path)
     if old is not None and comparable(old) != comparable(requested) and not overwrite:
         diff = differing_keys(old, requested)
@@ -338,12 +454,14 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
         raise RunDirectoryError(f"output directory {path} holds a run of a different configuration ({shown}); "
                                 "use a new hydra.run.dir, or overwrite=true to replace it")
     foreign = _foreign_entries(path)
-    if foreign and (old is None or overwrite):
+    checkpoints = [n for n in (CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE) if os.path.lexists(path / n)]
+    has_run = old is not None or bool(checkpoints) or os.path.lexists(path / SUMMARY_FILE)
+    if foreign and not has_run:   # even with overwrite=true: a user's folder is not a run to replace
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise RunDirectoryError(f"output directory {path} is not empty and holds no fedcluster run "
                                 f"({shown}); choose an empty or new hydra.run.dir")
-    checkpoints = [n for n in (CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE) if (path / n).exists()]
-    if overwrite:   # the old results are removed by the run once every check has passed (`remove_results`)
+    if overwrite:   # the old results are set aside by the run once every check has passed (`set_aside_results`),
+        #             and a user's own files stay
         return Claim(path, "replace")
     if (path / SUMMARY_FILE).exists():   # a finished (or diverged) run: trusted only as it was sealed
         summary = _read_summary(path)
@@ -364,7 +482,7 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
     # stale temporary files are removed by the run once every check has passed (a refusal changes nothing)
     if old is not None or checkpoints:
         return Claim(path, "resume")
-    left = sorted(e.name for e in path.iterdir() if not _is_temp(e.name))
+    left = sorted(e.name for e in path.iterdir() if not _is_temp(e.name, run_files(path)))
     if left:   # result files of a run whose config.yaml and summary are gone
         shown = ", ".join(left[:5])
         raise RunDirectoryError(f"output directory {path} holds part of a run without its config.yaml ({shown}); "

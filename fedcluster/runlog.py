@@ -22,6 +22,13 @@ class RunLogFile(logging.FileHandler):
             raise WriteFailed(self.baseFilename, error.strerror or str(error)) from error
         super().handleError(record)
 
+    def _open(self):
+        """Appended without following a link: a run.log replaced by a symbolic link to a file elsewhere
+        (claim refuses that too) is never written through."""
+        import os
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
 
 def open_run_log(out: Path, to_stderr: bool) -> logging.Logger:
     handlers = [RunLogFile(out / "run.log", mode="a", encoding="utf-8")]

@@ -30,7 +30,7 @@ from .loggers import make_loggers
 from .metrics import key_metric
 from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
 from . import signals
-from .rundir import claim, remove_results, remove_stale_temp_files
+from .rundir import claim, drop_set_aside, remove_stale_temp_files, restore_set_aside, set_aside_results
 from .signals import deferred
 from .runlog import close_run_log, open_run_log
 from .summary import diverged_summary
@@ -64,7 +64,8 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
 
 
 def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers, replace: bool) -> dict:
-    """`replace` (overwrite=true): the old run's files go only once every check has passed."""
+    """`replace` (overwrite=true): the old run's files are set aside only once every check has passed, and
+    removed only once the new run has finished (they come back if it fails)."""
     started = time.time()
     source_revision()   # the code this process runs is the code it loaded: read the checkout's revision now, not
     #                     when the summary is written, maybe hours later, after the checkout has moved on
@@ -80,8 +81,25 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     record = RunRecord() if replace else RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)   # verified first
     signals.check()   # the last safe point before anything is written or removed
     remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
-    if replace:
-        remove_results(out)
+    args = (cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,
+            watch, record)
+    if not replace:
+        summary = _write_run(*args)
+        drop_set_aside(out)   # a replacement killed earlier and now resumed to its end: the old run goes
+        return summary
+    set_aside_results(out)   # all or nothing: the old run comes back whole if the new one fails
+    try:
+        summary = _write_run(*args)
+    except BaseException:
+        restore_set_aside(out)
+        raise
+    drop_set_aside(out)
+    return summary
+
+
+def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,
+               watch, record) -> dict:
+    """Train the rounds left and write the results (the directory is ours and every check has passed)."""
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
     if on_claimed is not None:
