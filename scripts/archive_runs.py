@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fedcluster.integrity import finished_run_problem  # noqa: E402
+from fedcluster.rundir import plain_name  # noqa: E402
 from fedcluster.results.runs import CONFIG_FILE, SUMMARY_FILE, discover  # noqa: E402
 
 OVERRIDES = Path(".hydra") / "overrides.yaml"
@@ -41,9 +42,17 @@ class ArchiveError(Exception):
 def kept_files(run_path: Path, summary: dict) -> list:
     """The files of a finished run that the archive keeps, relative to the run's folder."""
     sealed = sorted((summary.get("integrity") or {}).get("files") or {})
+    bad = [n for n in sealed if not plain_name(n)]
+    if bad:   # a seal is data from the run's folder: it names files inside that folder, nothing else
+        raise ArchiveError(f"{run_path}: its summary.json seals {bad[0]!r}, which is not a file name inside the run's "
+                           "folder; nothing archived")
     names = [Path(CONFIG_FILE), Path(SUMMARY_FILE)] + [Path(n) for n in sealed]
     if (run_path / OVERRIDES).is_file():
         names.append(OVERRIDES)
+    links = [str(n) for n in names if (run_path / n).is_symlink() or (run_path / n.parent).is_symlink()]
+    if links:
+        raise ArchiveError(f"{run_path}: {links[0]} is a symbolic link; the archive copies only the run's own files, "
+                           "never what a link points to; nothing archived")
     return names
 
 

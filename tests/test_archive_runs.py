@@ -114,3 +114,24 @@ def test_the_revision_is_read_when_the_run_starts_not_when_it_ends(small_cfg, tm
     finally:
         provenance.source_revision.cache_clear()
     assert summary["versions"]["revision"] == "aaaaaaaaaaaa"
+
+
+def test_a_seal_naming_a_file_outside_the_run_archives_nothing_outside(small_cfg, tmp_path, capsys):
+    """A run's summary.json is data from its folder: a seal listing '../../EVIL.csv' (digests recomputed,
+    so the run passes its own checks) is refused in one line, and nothing is written outside DEST."""
+    from fedcluster.integrity import sha256_file, summary_digest
+    sweep, dest = tmp_path / "sweep", tmp_path / "a" / "b" / "dest"
+    run(small_cfg(algorithm="ifca"), sweep / "job")
+    (tmp_path / "EVIL.csv").write_text("x\n")
+    path = sweep / "job" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["integrity"]["files"]["../../EVIL.csv"] = sha256_file(tmp_path / "EVIL.csv")
+    summary["integrity"]["summary_sha256"] = summary_digest(summary)
+    path.write_text(json.dumps(summary))
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    assert archive_runs.main([str(sweep), str(dest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'../../EVIL.csv'" in err[0] and "nothing archived" in err[0]
+    after = sorted(str(p) for p in tmp_path.rglob("*") if p != dest and p not in dest.parents and dest not in p.parents)
+    assert after == before
+    assert not (tmp_path / "a" / "EVIL.csv").exists() and not [p for p in dest.rglob("*") if p.is_file()]
