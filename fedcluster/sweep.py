@@ -142,7 +142,12 @@ def _collecting_instantiate_launcher(original):
         launch = launcher.launch
 
         def launch_and_collect(job_overrides, initial_job_idx):
-            returns = launch(job_overrides, initial_job_idx)
+            try:
+                returns = launch(job_overrides, initial_job_idx)
+            except Exception as e:   # noqa: BLE001 -- a worker process killed under a job (kill -9, out of memory)
+                if not worker_died(e):
+                    raise
+                return after_worker_death(launcher, launch_and_collect, launch, job_overrides, initial_job_idx, e)
             for ret in returns:
                 collect(ret)
             return returns
@@ -150,6 +155,89 @@ def _collecting_instantiate_launcher(original):
         return launcher
     instantiate_launcher.__wrapped__ = original
     return instantiate_launcher
+
+
+def worker_died(error: BaseException) -> bool:
+    """A launcher's worker process ended under a job (joblib/loky: TerminatedWorkerError, a broken
+    process pool), rather than the job raising."""
+    return type(error).__name__ in ("TerminatedWorkerError", "BrokenProcessPool", "BrokenExecutor")
+
+
+def _job_dir(launcher, overrides) -> Optional[Path]:
+    """The directory Hydra gives the job with these overrides (its config composed as the launcher would)."""
+    try:
+        from omegaconf import OmegaConf
+        cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+        return Path(str(cfg.hydra.sweep.dir)) / str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+    except Exception:   # noqa: BLE001 -- a job whose config cannot be composed was refused in its worker
+        return None
+
+
+def _returned(outcome: JobOutcome):
+    from hydra.core.utils import JobReturn, JobStatus
+    Sweep.record(outcome)
+    ret = JobReturn()
+    ret.status, ret.return_value = JobStatus.COMPLETED, outcome.objective
+    return ret
+
+
+def after_worker_death(launcher, launch_and_collect, launch, job_overrides, initial_job_idx, error):
+    """A worker died while the batch ran (its pool is gone, and with it every job's return). Each job is
+    then told apart by its directory: finished (summary.json) is recorded as such; one that was running
+    (its run started, no summary) is named in one line and run again alone, once, so a job killed for
+    its memory is named as failed and the others go on; the jobs not yet started are launched again."""
+    dirs = [_job_dir(launcher, o) for o in job_overrides]
+    done = [d is not None and (d / "summary.json").is_file() for d in dirs]
+    running = [d is not None and not f and (d / "config.yaml").exists() for d, f in zip(dirs, done)]
+    names = [d.name for d, r in zip(dirs, running) if r] or ["(none had started)"]
+    import re
+    found = re.search(r"exit codes of the workers are \{([^}]*)\}", str(error))
+    code = found.group(1) if found else "unknown"
+    print(f"fedcluster: error: a worker process of the sweep died (exit code {code}: killed, or out of memory) while "
+          f"it ran {', '.join(names)}; each such job runs again alone, the others go on", file=sys.stderr, flush=True)
+    returns = []
+    for i, (overrides, d, f, r) in enumerate(zip(job_overrides, dirs, done, running)):
+        idx = initial_job_idx + i
+        if f:
+            returns.append(_returned(JobOutcome("finished", str(d))))
+        elif r:
+            try:
+                returns += launch_and_collect_alone(launch, overrides, idx)
+            except Exception as e:   # noqa: BLE001
+                if not worker_died(e):
+                    raise
+                message = "its worker process died again (killed, or out of memory); rerun the sweep to resume it"
+                print(f"fedcluster: error: {d}: {message}", file=sys.stderr, flush=True)
+                returns.append(_returned(JobOutcome("failed", str(d), message=message)))
+        else:
+            returns += launch_and_collect([overrides], idx)
+    return returns
+
+
+def launch_and_collect_alone(launch, overrides, idx):
+    returns = launch([overrides], idx)
+    for ret in returns:
+        collect(ret)
+    return returns
+
+
+def watch_parent() -> None:
+    """In a launcher's worker process (joblib/loky): exit once the launching process is gone, so no
+    idle worker (each holding a run's memory) outlives its sweep."""
+    import multiprocessing
+    import os
+    import threading
+    import time
+    if multiprocessing.parent_process() is None or getattr(watch_parent, "started", False):
+        return
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(2)
+        os._exit(1)
+    threading.Thread(target=watch, name="fedcluster-parent-watch", daemon=True).start()
+    watch_parent.started = True
 
 
 def install() -> None:
@@ -162,3 +250,4 @@ def install() -> None:
     ConfigLoaderImpl.load_sweep_config = _refusing_load_sweep_config(load)
     make = getattr(Plugins.instantiate_launcher, "__wrapped__", Plugins.instantiate_launcher)
     Plugins.instantiate_launcher = _collecting_instantiate_launcher(make)
+    watch_parent()

@@ -107,3 +107,47 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes_from_its_checkpoint(tm
                                f"hydra.run.dir={tmp_path / 'straight'}"], cwd=tmp_path, capture_output=True, text=True)
     assert straight.returncode == 0, straight.stderr[-2000:]
     pd.testing.assert_frame_equal(pd.read_csv(job / "metrics.csv"), pd.read_csv(tmp_path / "straight" / "metrics.csv"))
+
+
+def _children(pid: int):
+    """(pid, command line) of the processes whose parent is `pid`."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            out.append((int(entry.name), cmd))
+    return out
+
+
+def test_a_joblib_sweep_survives_a_killed_worker_and_names_its_job(tmp_path):
+    """kill -9 of one joblib worker mid-job (as the out-of-memory killer would): one line names the job it
+    ran, that job runs again alone, the other jobs finish, and no worker outlives the sweep."""
+    import signal
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = sweep(tmp_path, "hydra/launcher=parallel", "rounds=150", "progress=false", "checkpoint_every=0",
+                 "seed=0,1,2,3")
+    deadline, victim = time.time() + 240, None
+    while victim is None:
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read()[-2000:] if proc.poll() else "slow"
+        started = list((tmp_path / "sweep").glob("*/config.yaml")) if (tmp_path / "sweep").exists() else []
+        workers = [p for p, cmd in _children(proc.pid) if "popen_loky" in cmd or "LokyProcess" in cmd]
+        if started and workers:
+            victim = workers[0]
+        time.sleep(0.2)
+    os.kill(victim, signal.SIGKILL)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    died = [l for l in err.splitlines() if "worker process of the sweep died" in l]
+    assert len(died) == 1 and "seed=" in died[0] and "runs again alone" in died[0], err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert finished(tmp_path) == [0, 1, 2, 3]
+    assert closing_line(err, tmp_path / "sweep", 4, 0, 0), err[-2000:]
+    time.sleep(3)
+    assert not [p for p, cmd in _children(proc.pid)]   # the launching process is gone with its workers
