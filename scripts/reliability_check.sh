@@ -482,6 +482,79 @@ out=$("$REPORT" "$d" 2>&1); rc=$?
   && ok "report: 30:70 data under the option mix_10_90 is not under FedSoft Table 1" \
   || bad "report labels: partition settings" "rc=$rc out=${out:0:300}"
 }
+trust_boundary() {
+section "trust boundary: nothing runs from a file, nothing escapes its directory, a user's files stay"
+killed_run() {   # a run of the reference config killed after its 2nd checkpoint
+  "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$1" 2>/dev/null & local pid=$!
+  for _ in $(seq 600); do [ -e "$1/checkpoint.prev.pt" ] && [ -e "$1/checkpoint.pt" ] && break; sleep 0.05; done
+  kill -9 $pid; wait $pid 2>/dev/null
+}
+d="$work/tb_pickle"; killed_run "$d"
+python - "$d" "$work/PWNED" "$FC" <<'PY' || bad "crafted pickle" "could not craft it"
+import io, os, subprocess, sys, torch, yaml
+from fedcluster.identity import config_fingerprint
+from fedcluster.integrity import pack_checkpoint
+run, marker = sys.argv[1], sys.argv[2]
+class Boom:
+    def __reduce__(self):
+        return (os.system, (f"touch {marker}",))
+fp = config_fingerprint(yaml.safe_load(open(f"{run}/config.yaml")))
+for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+    b = io.BytesIO(); torch.save({"fingerprint": fp, "next_round": 4, "x": Boom()}, b)
+    open(f"{run}/{name}", "wb").write(pack_checkpoint(b.getvalue(), fp, 4))
+PY
+err=$("$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [ ! -e "$work/PWNED" ] && [[ "$err" == *"cannot be loaded"* ]] \
+  && ok "crafted pickle checkpoint (header recomputed): nothing executed, one line -> ${err:0:140}" || bad "crafted pickle" "rc=$rc pwned=$([ -e "$work/PWNED" ] && echo yes) $err"
+d="$work/tb_fifo"; killed_run "$d"; rm "$d/checkpoint.pt" "$d/checkpoint.prev.pt"; mkfifo "$d/checkpoint.pt"
+err=$(timeout 120 "$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"named pipe"* ]] \
+  && ok "checkpoint.pt a named pipe: refused at once, no hang -> ${err:0:120}" || bad "FIFO checkpoint" "rc=$rc $err"
+top="$work/tb_escape"; mkdir -p "$top"
+err=$("$FC" -m dataset=digits model=mlp partition=random algorithm=fedavg rounds=1 progress=false plots=false \
+      partition.num_clients=4 'dataset.root=../../../../ESCAPED,data' "hydra.sweep.dir=$top/a/b/S" 2>&1 >/dev/null); rc=$?
+outside=$(find "$top" -mindepth 1 -not -path "$top/a/b/S*" -not -path "$top/a" -not -path "$top/a/b" | head -3)
+jobs=$(ls "$top/a/b/S"/*/summary.json 2>/dev/null | wc -l)
+[ $rc -eq 0 ] && [ -z "$outside" ] && [ "$jobs" -eq 2 ] && ok "dataset.root=../../../../ESCAPED in a sweep: its job stays one folder inside the sweep" \
+  || bad "sweep escape" "rc=$rc jobs=$jobs outside: $outside"
+d="$work/tb_log"; killed_run "$d"; echo theirs > "$work/tb_outside.log"; rm "$d/run.log"; ln -s "$work/tb_outside.log" "$d/run.log"
+err=$("$FC" "${SMALL[@]}" rounds=12 checkpoint_every=2 "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [ "$(cat "$work/tb_outside.log")" = theirs ] && [[ "$err" == *"symbolic link"*"run.log"* ]] \
+  && ok "run.log a link to a file outside: refused, nothing appended -> ${err:0:120}" || bad "linked run.log" "rc=$rc $err"
+d="$work/tb_user"; "$FC" "${SMALL[@]}" "hydra.run.dir=$d" 2>/dev/null
+echo mine > "$d/my_analysis.csv"; echo mine > "$d/figure_for_paper.pdf"; echo mine > "$d/seed_comparison.png"
+"$FC" "${SMALL[@]}" seed=1 overwrite=true "hydra.run.dir=$d" 2>/dev/null; rc=$?
+[ $rc -eq 0 ] && [ "$(cat "$d/my_analysis.csv" "$d/figure_for_paper.pdf" "$d/seed_comparison.png")" = "$(printf 'mine\nmine\nmine')" ] && grep -q "seed: 1" "$d/config.yaml" \
+  && ok "overwrite=true replaces the run and keeps the user's own files" || bad "overwrite keeps user files" "rc=$rc"
+d="$work/tb_onlyuser"; mkdir -p "$d"; echo m > "$d/measurements.csv"; echo p > "$d/plot.png"; echo p > "$d/paper.pdf"; before=$(tree_hash "$d")
+err=$("$FC" "${SMALL[@]}" overwrite=true "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(tree_hash "$d")" = "$before" ] && [[ "$err" == *"holds no fedcluster run"* ]] \
+  && ok "a folder of a user's files: refused even with overwrite=true, untouched" || bad "user folder + overwrite" "rc=$rc $err"
+d="$work/tb_tblink"; "$FC" "${SMALL[@]}" "hydra.run.dir=$d" 2>/dev/null; mkdir -p "$work/tb_outside"; echo keep > "$work/tb_outside/x"
+ln -s "$work/tb_outside" "$d/tensorboard"; before=$(tree_hash "$d")
+err=$("$FC" "${SMALL[@]}" seed=1 overwrite=true "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [ "$(cat "$work/tb_outside/x")" = keep ] && [ "$(tree_hash "$d")" = "$before" ] \
+  && ok "overwrite=true with tensorboard/ a link outside: one line, old run and outside intact" || bad "tensorboard link" "rc=$rc $err"
+d="$work/tb_fail"; "$FC" "${SMALL[@]}" "hydra.run.dir=$d" 2>/dev/null; echo mine > "$d/notes.txt"; before=$(tree_hash "$d")
+"$FC" "${SMALL[@]}" train.lr=1e6 overwrite=true "hydra.run.dir=$d" >/dev/null 2>&1; rc=$?
+[ $rc -ne 0 ] && [ "$(tree_hash "$d")" = "$before" ] && ok "a replacement that fails (divergence) leaves the old run whole (rc=$rc)" || bad "failed replacement" "rc=$rc"
+if python -c "import hydra_plugins.hydra_joblib_launcher" 2>/dev/null; then
+  s="$work/tb_joblib"
+  "$FC" -m "${SMALL[@]}" hydra/launcher=parallel rounds=150 checkpoint_every=0 seed=0,1,2,3 "hydra.sweep.dir=$s" > /dev/null 2> "$work/tb_joblib.err" & pid=$!
+  victim=""
+  for _ in $(seq 1200); do
+    if ls "$s"/*/config.yaml >/dev/null 2>&1; then victim=$(pgrep -P $pid -f "popen_loky|LokyProcess" | head -1); [ -n "$victim" ] && break; fi; sleep 0.1
+  done
+  [ -n "$victim" ] && kill -9 "$victim"; wait $pid; rc=$?; err=$(cat "$work/tb_joblib.err")
+  n=$(ls "$s"/*/summary.json 2>/dev/null | wc -l)
+  [ $rc -eq 0 ] && [ "$n" -eq 4 ] && [ "$(echo "$err" | grep -c 'worker process of the sweep died')" -eq 1 ] && [[ "$err" != *Traceback* ]] \
+    && ok "kill -9 of a joblib worker: its job named in one line and run again, all 4 finish -> $(echo "$err" | grep 'died' | cut -c1-110)" \
+    || bad "joblib worker killed" "rc=$rc finished=$n victim=$victim $(echo "$err" | tail -3)"
+else
+  echo "SKIP  joblib worker killed (pip install 'fedcluster[joblib]')"
+fi
+}
+trust_boundary
 lane_a > "$work/lane_a.log" 2>&1 &
 lane_b > "$work/lane_b.log" 2>&1 &
 wait
