@@ -33,16 +33,33 @@ def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunR
     """
     from omegaconf import open_dict
 
-    from .config import compose_config
     from .runner import run as run_config
 
-    cfg = compose_config(overrides, with_hydra=output_dir is None)
+    cfg = composed(overrides, with_hydra=output_dir is None)
     out = Path(output_dir) if output_dir is not None else Path(cfg.hydra.run.dir)
     if output_dir is None:
         with open_dict(cfg):
             del cfg["hydra"]
     summary = run_config(cfg, out, progress=False)
     return RunResult(summary, pd.read_csv(out / "metrics.csv"), out)
+
+
+def composed(overrides, with_hydra: bool):
+    """The config `fedcluster <overrides>` composes; what the CLI refuses in one line (a string where a
+    list belongs, a misspelt key or option, an unparsable argument) is a one-line ConfigError here too."""
+    from .composition import one_line
+    from .config import compose_config, config_dir
+    from .errors import ConfigError
+    if isinstance(overrides, (str, bytes)) or not all(isinstance(o, str) for o in overrides):
+        raise ConfigError(f"overrides={overrides!r} is not a list of strings; allowed: a list such as "
+                          "['algorithm=ifca', 'rounds=1'] (one item per command-line argument)")
+    try:
+        return compose_config(list(overrides), with_hydra=with_hydra)
+    except Exception as e:   # noqa: BLE001 -- Hydra's composition errors, as the CLI words them
+        line = one_line(e, config_dir())
+        if line is None:
+            raise
+        raise ConfigError(line) from None
 
 
 def load_runs(path, final: bool = False) -> pd.DataFrame:

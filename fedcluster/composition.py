@@ -47,6 +47,12 @@ def _group_options(conf: Optional[Path], group: str) -> List[str]:
     return group_options(group, conf) if conf is not None else []
 
 
+# The launchers fedcluster's configs name (conf/hydra/launcher/) and Hydra's own names of them, each with the
+# optional extra that installs its plugin (pyproject.toml)
+LAUNCHER_EXTRAS = {"parallel": "joblib", "joblib": "joblib", "slurm": "slurm", "slurm_cpu": "slurm",
+                   "submitit_local": "slurm", "submitit_slurm": "slurm", "ray_gpus": "ray", "ray": "ray"}
+
+
 def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]:
     """The one-line message for a composition error (None: not one of those)."""
     from hydra.errors import MissingConfigException, OverrideParseException
@@ -61,6 +67,11 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
                 "key=value or group=option; quote a value that has spaces or special characters, e.g. "
                 "'hydra.run.dir=\"my runs/a\"'")
     if isinstance(error, MissingConfigException):
+        launcher = re.search(r"Could not (?:find|load) 'hydra/launcher/([^']+)'", message)
+        if launcher and launcher.group(1) in LAUNCHER_EXTRAS:
+            name = launcher.group(1)
+            return (f"hydra/launcher={name} needs its launcher plugin, which is not installed: pip install "
+                    f"'fedcluster[{LAUNCHER_EXTRAS[name]}]'")
         m = re.search(r"Could not (?:find|load) '([^'/]+)/([^']+)'", message)
         if m:
             group, option = m.group(1), m.group(2)

@@ -179,6 +179,11 @@ def main(argv=None) -> None:
         p.exit(2, f"fedcluster-report: {root} does not exist\n")
     if not root.is_dir():
         p.exit(2, f"fedcluster-report: {root} is a file, not a directory; give a run or multirun directory\n")
+    if args.out is not None:
+        blocking = next((q for q in (args.out, *args.out.parents) if q.exists() or q.is_symlink()), None)
+        if blocking is not None and not blocking.is_dir():
+            p.exit(2, f"fedcluster-report: --out {args.out}: {blocking} is an existing file, not a folder; allowed: "
+                      "a folder (created where missing)\n")
     try:
         report = make_report(root, args.format, figures=args.figures, baseline=args.baseline, out=args.out,
                              table=args.table)
