@@ -53,10 +53,30 @@ LAUNCHER_EXTRAS = {"parallel": "joblib", "joblib": "joblib", "slurm": "slurm", "
                    "submitit_local": "slurm", "submitit_slurm": "slurm", "ray_gpus": "ray", "ray": "ray"}
 
 
+def _yaml_error(error: BaseException) -> Optional[str]:
+    """A config file that is not valid YAML (a broken conf/ under FEDCLUSTER_CONF, a plugin's yaml), as one
+    line naming the file and line, wherever in the exception chain the parser's error sits."""
+    import yaml
+    seen = set()
+    e = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, yaml.YAMLError):
+            mark = getattr(e, "problem_mark", None)
+            where = f"{mark.name}, line {mark.line + 1}" if mark is not None else "a config file"
+            problem = getattr(e, "problem", None) or _first_line(str(e))
+            return f"{where} is not valid YAML ({problem}); fix that file or point FEDCLUSTER_CONF at a valid conf/ folder"
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]:
     """The one-line message for a composition error (None: not one of those)."""
     from hydra.errors import MissingConfigException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+    broken = _yaml_error(error)
+    if broken is not None:
+        return broken
     message = str(error)
     cause = error.__cause__ if isinstance(error.__cause__, OmegaConfBaseException) else (
         error if isinstance(error, OmegaConfBaseException) else None)

@@ -182,5 +182,11 @@ def register_schemas() -> None:
             if other is not cls:
                 raise ConfigError(f"two {group} classes are named {cls.__name__} ({other.__module__} and "
                                   f"{cls.__module__}); schemas/{group}/<ClassName> must be unique: rename one")
-            cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group not in UNNAMED))
+            try:
+                cs.store(group=f"schemas/{group}", name=cls.__name__, node=schema_of(cls, named=group not in UNNAMED))
+            except Exception as e:   # noqa: BLE001 -- a plugin's class whose signature no schema can describe
+                raise ConfigError(f"{group} class {cls.__module__}.{cls.__name__} has a constructor signature fedcluster "
+                                  f"cannot turn into settings ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                                  "give every parameter a default or a type OmegaConf knows (int, float, bool, str, "
+                                  "lists of them)") from None
     _REGISTERED = by_group

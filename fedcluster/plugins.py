@@ -62,8 +62,8 @@ def _import(name: str, origin: str):
         sys.path.append(os.getcwd())
     try:
         return importlib.import_module(name)
-    except Exception as e:   # noqa: BLE001 -- any failure to import a plugin is one line naming it
-        raise ConfigError(f"plugin {name!r} ({origin}) cannot be imported: {type(e).__name__}: {e}".splitlines()[0]) from e
+    except (Exception, SystemExit) as e:   # noqa: BLE001 -- any failure to import a plugin (an exit too) is one line
+        raise ConfigError(f"plugin {name!r} ({origin}) cannot be imported: {type(e).__name__}: {e}".splitlines()[0]) from None
 
 
 def _conf_of(module) -> Optional[Path]:

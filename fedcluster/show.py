@@ -111,7 +111,14 @@ def main(args: List[str], conf: Path) -> Optional[int]:
     try:
         print(show(args, conf), flush=True)
     except ValueError as e:
-        print(f"fedcluster: error: {e}\n{USAGE}", file=sys.stderr)
+        print(f"fedcluster: error: {e} ({USAGE})", file=sys.stderr)
+        return 2
+    except Exception as e:   # noqa: BLE001 -- Hydra's composition errors (a misspelt key or option), as the CLI words them
+        from .composition import one_line
+        line = one_line(e, conf)
+        if line is None:
+            raise
+        print(f"fedcluster: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         sys.stderr.close()

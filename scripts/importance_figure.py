@@ -14,8 +14,15 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     out = Path(argv[0])
-    runs = [(json.loads((Path(d) / "summary.json").read_text())["algorithm"], final_first_cluster_weights(d))
-            for d in argv[1:]]
+    if out.is_dir() or any(p.exists() and not p.is_dir() for p in out.parents):
+        sys.exit(f"importance_figure.py: {out} cannot be written (a folder, or a path through a file); give a .png path")
+    runs = []
+    for d in argv[1:]:
+        try:
+            runs.append((json.loads((Path(d) / "summary.json").read_text())["algorithm"], final_first_cluster_weights(d)))
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"importance_figure.py: {d} is no finished run with assignments ({type(e).__name__}: "
+                     f"{getattr(e, 'filename', None) or e}); give run directories holding summary.json and assignments.csv")
     write_first_cluster_weights(out, runs)
     print(f"wrote {out}")
 

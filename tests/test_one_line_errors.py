@@ -43,3 +43,52 @@ def test_a_launcher_without_its_plugin_names_the_extra_to_install():
                                    "options in 'hydra/launcher':\n\tbasic", f"hydra/launcher/{name}")
         assert one_line(e) == (f"hydra/launcher={name} needs its launcher plugin, which is not installed: "
                                f"pip install 'fedcluster[{extra}]'")
+
+
+def _one_line(proc, *needles):
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def _fc(*args, cwd, env=None):
+    import os
+    from test_cli import _fedcluster
+    return subprocess.run([_fedcluster(), *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_show_errors_are_one_line(tmp_path):
+    _one_line(_fc("show", "algorithm=nosuch", cwd=tmp_path), "algorithm=nosuch is not an option")
+    _one_line(_fc("show", "algorithm=ifca", "rouns=3", cwd=tmp_path), "rouns is not a setting (did you mean rounds?)")
+
+
+def test_a_broken_conf_file_is_one_line_naming_it(tmp_path):
+    import shutil
+    from conftest import CONF
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF, conf)
+    with open(conf / "config.yaml", "a") as f:
+        f.write("defaults: [\n")
+    _one_line(_fc("rounds=1", cwd=tmp_path, env={"FEDCLUSTER_CONF": str(conf)}), "config.yaml, line", "is not valid YAML")
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("source, needle", [
+    ("import sys\nsys.exit(3)\n", "cannot be imported: SystemExit: 3"),
+    ("import torch.nn as nn\nclass WeirdNet(nn.Module):\n    def __init__(self, in_shape, num_outputs, f=lambda x: x):\n"
+     "        super().__init__()\nFEDCLUSTER_OPTIONS = {'model': [WeirdNet]}\n",
+     "model class myplugin.WeirdNet has a constructor signature fedcluster cannot turn into settings"),
+])
+def test_a_broken_plugin_is_one_line(tmp_path, source, needle):
+    (tmp_path / "myplugin.py").write_text(source)
+    _one_line(_fc("rounds=1", cwd=tmp_path, env={"FEDCLUSTER_PLUGINS": "myplugin"}), needle)
+
+
+def test_importance_figure_on_a_missing_run_is_one_line(tmp_path):
+    from conftest import ROOT
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "importance_figure.py"), str(tmp_path / "f.png"),
+                           str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "is no finished run" in lines[0], proc.stderr
