@@ -28,6 +28,13 @@ CLOVE_METHODS = ("fedavg", "local", "perfedavg", "fedproto", "fedala", "fedpac",
 # `round_start_train_accuracy` (eval_round_start_train=true); the paper's cell of these rows is compared with it, in
 # its own column, and the held-out test accuracy stays beside it.
 CLOVE_TRAIN_SCORED = ("fedavg",)
+
+# What the baselines' repositories leave open (conf/method_solver/clove_mnist_fmnist_cnn/ names each source):
+CLOVE_SOURCE_CAVEATS = (
+    "Ambiguous sources: CLoVE's notebook parses a CFL log line found in no public repository (felisat's notebook, "
+    "whose solver we use, prints no such line; PACFL's CFL port prints percentages); PACFL's 'End round avg. "
+    "accuracy' line is not in MMorafah/PACFL either; FlexCFL's 'fmnist' is FedProx's nist data renamed. No "
+    "repository records the command lines CLoVE gave the baselines: their solvers are each repository's defaults.")
 TRAIN_SCORED_KEY = "round_start_train_accuracy"
 
 def _by_mixing(rows) -> dict:
@@ -134,7 +141,22 @@ def table_clove(cells, ctx) -> Table:
     rounds = "/".join(unique(str(r.summary.get("rounds")) for r in runs))
     notes = [f"{len(runs)} runs; {rounds} rounds. Accuracy: each client's assigned model on its own held-out test data, "
              "mean over clients; ARI: clients' clustering vs the true clusters, final round. Rounds are 1-based. "
-             "'paper': CLoVE's reported numbers (100 rounds, 3 seeds; FMNIST only for the convergence columns)."]
+             "'paper': CLoVE's reported numbers (100 rounds, 3 seeds; FMNIST only for the convergence columns; its ± is "
+             "np.std over the seeds, ddof=0, in its notebook, so a 2-std band is narrower than a sample std's)."]
+    solvers = {}
+    for c in cells:
+        for sm in c.summaries:
+            t = (sm.get("config") or {}).get("train") or {}
+            if t:
+                key = (f"{t.get('optimizer')} lr {t.get('lr'):g}" + (f" momentum {t['momentum']:g}" if t.get("momentum") else "")
+                       + f", batch {t.get('batch_size')}, " + (f"{t['steps']} steps" if t.get("steps") else
+                                                              f"{t.get('epochs')} epoch{'s' if t.get('epochs') != 1 else ''}"))
+                solvers.setdefault(key, set()).add(sm.get("algorithm"))
+    if len(solvers) > 1:
+        notes.append("Local solver per method (each as its numbers were made: CLoVE's code for its own rows, each "
+                     "baseline's repository for the rest; conf/method_solver/): " + "; ".join(
+                         f"{', '.join(sorted(m for m in ms if m))}: {k}" for k, ms in sorted(solvers.items())) + ". "
+                     + CLOVE_SOURCE_CAVEATS)
     if scored_on_train:
         notes.append("Train acc (round start): each client's model on its own TRAINING data as the last round begins, "
                      "mean over clients; shown for " + ", ".join(CLOVE_TRAIN_SCORED) + ", the rows CLoVE's code scored so "
