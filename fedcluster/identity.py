@@ -16,9 +16,24 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
     tuple(k for k in VOLATILE_KEYS if k != "hydra")
 
 
+# Keys added after runs were recorded, each with the value that changes nothing (the behaviour before it existed):
+# at that value a key is left out of the identity, so every earlier run keeps its fingerprint, run_id and
+# directory, and a run that sets it is another run.
+NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False}
+
+
 def comparable(config: dict) -> dict:
-    """The config without the keys that do not change a run's results."""
-    return {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
+    """The config without the keys that do not change a run's results (and the added keys at their neutral value)."""
+    out = {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
+    for path, neutral in NEUTRAL_ADDED_KEYS.items():   # paths of one or two keys
+        parent, key = (out, path[0]) if len(path) == 1 else (out.get(path[0]), path[1])
+        if isinstance(parent, dict) and key in parent and type(parent[key]) is type(neutral) and parent[key] == neutral:
+            trimmed = {k: v for k, v in parent.items() if k != key}
+            if len(path) == 1:
+                out = trimmed
+            else:
+                out[path[0]] = trimmed   # a new dict: the caller's config is left as it was
+    return out
 
 
 def flatten(node, prefix: str = "") -> dict:
@@ -34,7 +49,17 @@ def flatten(node, prefix: str = "") -> dict:
 
 def config_fingerprint(config: dict) -> str:
     """Hash of a config without the keys that do not change results."""
-    return hashlib.sha256(json.dumps(comparable(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return _digest(comparable(config))
+
+
+def accepted_fingerprints(config: dict) -> set:
+    """The fingerprints a sealed run or checkpoint of `config` may carry: today's, and the one written by the
+    code between a NEUTRAL_ADDED_KEYS key's arrival and its neutral rule (the key at its neutral value counted)."""
+    return {config_fingerprint(config), _digest({k: v for k, v in config.items() if k not in VOLATILE_KEYS})}
+
+
+def _digest(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def json_default(o):

@@ -70,10 +70,10 @@ class RunRecord:
             put_state(self.client_state, plan.clients.to(fed.device), result.opt_state)
 
     @classmethod
-    def resume(cls, out: Path, fingerprint: str, alg, watch, device) -> "RunRecord":
+    def resume(cls, out: Path, fingerprint: str, alg, watch, device, accepted=None) -> "RunRecord":
         """A fresh record, or the one checkpointed in `out` (the algorithm's and the divergence
         watch's state are restored too). A checkpoint of another config is refused."""
-        ckpt = load_checkpoint(out, fingerprint, device)
+        ckpt = load_checkpoint(out, fingerprint, device, accepted)   # accepted: identity.accepted_fingerprints
         if ckpt is None:
             return cls()
         alg.load_state_dict(ckpt["algorithm"])
@@ -116,7 +116,7 @@ def read_checkpoint_file(path: Path, device="cpu") -> dict:
     return ckpt
 
 
-def load_checkpoint(out: Path, fingerprint: str, device) -> Optional[dict]:
+def load_checkpoint(out: Path, fingerprint: str, device, accepted=None) -> Optional[dict]:
     """The newest good checkpoint in `out` (None: there is none, the run starts at round 0).
     A damaged newest one is renamed checkpoint.damaged.pt (kept for inspection) and the previous
     one resumes, with a one-line notice; a checkpoint of another config is refused."""
@@ -131,7 +131,7 @@ def load_checkpoint(out: Path, fingerprint: str, device) -> Optional[dict]:
         except DamagedFile as e:
             problems.append(f"{path} {e}")
             continue
-        if ckpt["fingerprint"] != fingerprint:
+        if ckpt["fingerprint"] != fingerprint and ckpt["fingerprint"] not in (accepted or ()):
             raise ConfigError(f"{path} belongs to a different configuration; use a new hydra.run.dir "
                               "or overwrite=true to start over")
         if problems:

@@ -21,7 +21,7 @@ from .divergence import DivergenceWatch
 from .engine.allocator import keep_freed_memory
 from .engine.clients import run_clients
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .identity import config_fingerprint
+from .identity import accepted_fingerprints, config_fingerprint
 from .integrity import seal_summary
 from .composition import check_declared
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate, round_start_rows
@@ -78,7 +78,8 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     alg.setup(fed)   # its checks (e.g. selection_size vs clients) also come before anything is written
     fingerprint = config_fingerprint(requested)
     watch = DivergenceWatch(cfg.get("divergence_factor"), cfg.train.lr)
-    record = RunRecord() if replace else RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device)   # verified first
+    record = RunRecord() if replace else RunRecord.resume(out, fingerprint, alg, watch, hw.torch_device,
+                                                          accepted_fingerprints(requested))   # verified first
     signals.check()   # the last safe point before anything is written or removed
     remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
     args = (cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,

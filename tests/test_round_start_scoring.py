@@ -28,3 +28,18 @@ def test_round_start_rows_change_no_other_number(tmp_path, small_cfg):
     on, off = _metrics(tmp_path / "on"), _metrics(tmp_path / "off")
     kept = on[on["eval_set"] != "round_start_train"].drop(columns=["run_id"]).reset_index(drop=True)
     assert len(on) > len(kept) and kept.equals(off.drop(columns=["run_id"]).reset_index(drop=True))
+
+
+def test_added_keys_at_their_neutral_value_keep_earlier_runs_identity():
+    """eval_round_start_train and dataset.normalize arrived after runs were recorded: at false they change
+    nothing, so a config without them is the same run (same fingerprint, run_id and directory)."""
+    from fedcluster.identity import accepted_fingerprints, config_fingerprint
+    before = {"seed": 0, "rounds": 3, "dataset": {"name": "fashion_mnist", "root": "data"}}
+    now = {**before, "eval_round_start_train": False, "dataset": {**before["dataset"], "normalize": False}}
+    assert config_fingerprint(now) == config_fingerprint(before)
+    assert now["dataset"]["normalize"] is False and "eval_round_start_train" in now   # the caller's dict unchanged
+    for changed in ({**now, "eval_round_start_train": True}, {**now, "dataset": {**now["dataset"], "normalize": True}}):
+        assert config_fingerprint(changed) != config_fingerprint(before)
+    # a run sealed by the code that counted the neutral keys is still accepted
+    legacy = __import__("hashlib").sha256(__import__("json").dumps(now, sort_keys=True).encode()).hexdigest()[:16]
+    assert legacy in accepted_fingerprints(now) and config_fingerprint(now) in accepted_fingerprints(now)
