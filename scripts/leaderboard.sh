@@ -88,9 +88,9 @@ grid() {   # grid PART: every job of that part
     done
   fi
   if [[ $part == small || $part == all ]]; then
-    for p in label_skew1 concept_shift; do   # 20 clients: these small pools hold too few test samples for the authors' 25
-      each clove/images mnist_subset $p rounds=30 partition.num_clients=20 partition.samples_per_client=150 partition.test_samples_per_client=40
-      each clove/images digits $p rounds=30 model=mlp partition.num_clients=20 partition.samples_per_client=50 partition.test_samples_per_client=15
+    for p in label_skew1 concept_shift; do
+      each clove/images mnist_subset $p rounds=30 partition.samples_per_client=150 partition.test_samples_per_client=40
+      each clove/images digits $p rounds=30 model=mlp partition.samples_per_client=50 partition.test_samples_per_client=15
     done
   fi
 }
