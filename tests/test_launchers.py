@@ -66,19 +66,23 @@ def test_a_launchers_sweep_stays_in_its_announced_directory_reports_and_resumes(
     assert code == 0 and again == where and closing_line(err, announced, 0, 2, 0), err[-2000:]
 
 
-def _job_pids(folder: Path):
-    """Processes running submitit tasks of jobs under `folder` (its command line names the folder)."""
-    pids = []
+def _processes():
+    """(pid, parent pid, command line arguments as bytes) of every process this user can read in /proc."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+        except (OSError, ValueError, IndexError):
             continue
-        if b"submitit.core._submit" in cmd and any(str(folder).encode() in c for c in cmd):
-            pids.append(int(entry.name))
-    return pids
+        yield int(entry.name), ppid, cmd
+
+
+def _job_pids(folder: Path):
+    """Processes running submitit tasks of jobs under `folder` (its command line names the folder)."""
+    return [pid for pid, _, cmd in _processes()
+            if b"submitit.core._submit" in cmd and any(str(folder).encode() in c for c in cmd)]
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the job's process through /proc")
@@ -111,19 +115,7 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes_from_its_checkpoint(tm
 
 def _children(pid: int):
     """(pid, command line) of the processes whose parent is `pid`."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid:
-            out.append((int(entry.name), cmd))
-    return out
+    return [(p, b" ".join(cmd).decode(errors="replace")) for p, ppid, cmd in _processes() if ppid == pid]
 
 
 def test_a_joblib_sweep_survives_a_killed_worker_and_names_its_job(tmp_path):
