@@ -30,6 +30,13 @@ class FeaturesClassifier(nn.Module):
         return (out, feats) if with_features else out
 
 
+def lenet_convs(channels: int) -> nn.Sequential:
+    """conv 6@5x5 -> ReLU -> 2x2 max-pool -> conv 16@5x5 -> ReLU -> 2x2 max-pool -> flatten: the feature
+    extractor LeNetCNN and CLoVE's GenConvNet share (they differ in what follows)."""
+    return nn.Sequential(nn.Conv2d(channels, 6, 5), nn.ReLU(), MaxPool2x2(),
+                         nn.Conv2d(6, 16, 5), nn.ReLU(), MaxPool2x2(), nn.Flatten())
+
+
 class LeNetCNN(FeaturesClassifier):
     """Small CNN: conv 6@5x5 -> pool -> conv 16@5x5 -> pool -> FC 120 -> FC 84 -> classes.
 
@@ -38,10 +45,7 @@ class LeNetCNN(FeaturesClassifier):
 
     def __init__(self, in_shape, num_outputs: int, init: Annotated[str, OneOf(INITS)] = "xavier"):
         super().__init__()
-        c = in_shape[0]
-        self.features = nn.Sequential(
-            nn.Conv2d(c, 6, 5), nn.ReLU(), MaxPool2x2(),
-            nn.Conv2d(6, 16, 5), nn.ReLU(), MaxPool2x2(), nn.Flatten())
+        self.features = lenet_convs(in_shape[0])
         self.classifier = nn.Sequential(
             nn.Linear(_flat_size(self.features, in_shape), 120), nn.ReLU(),
             nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_outputs))
@@ -57,10 +61,7 @@ class GenConvNet(FeaturesClassifier):
 
     def __init__(self, in_shape, num_outputs: int, init: Annotated[str, OneOf(INITS)] = "pytorch"):
         super().__init__()
-        c = in_shape[0]
-        self.features = nn.Sequential(
-            nn.Conv2d(c, 6, 5), nn.ReLU(), MaxPool2x2(),
-            nn.Conv2d(6, 16, 5), nn.ReLU(), MaxPool2x2(), nn.Flatten())
+        self.features = lenet_convs(in_shape[0])
         self.classifier = nn.Sequential(nn.Linear(_flat_size(self.features, in_shape), num_outputs))
         initialize(self, init)
 
