@@ -154,6 +154,14 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("csvs", nargs="+")
     args = ap.parse_args(argv)
+    missing = [c for c in args.csvs if not Path(c).is_file()]
+    if missing:
+        sys.exit(f"cam_cells.py: {missing[0]} is not a file; give the per-run CSVs (docs/results/paper_protocol/cam_*per_run*.csv)")
+    out = Path(args.out)
+    blocking = next((q for q in out.parents if q.exists() and not q.is_dir()), None)
+    if out.is_dir() or blocking is not None:
+        sys.exit(f"cam_cells.py: {out} cannot be written ({'a folder' if out.is_dir() else f'{blocking} is a file'}); "
+                 "give a .md file path")
     rows = load(args.csvs)
     cells = {}
     for r in rows:
