@@ -138,3 +138,21 @@ def test_normalize_standardises_each_channel_by_the_training_pool(tmp_path):
     t, _ = norm.pool("test")   # test images with the TRAINING pool's statistics
     assert torch.allclose(t, (plain.pool("test")[0] - mean) / std, atol=1e-4)
     assert plain.channel_mean is None   # off by default
+
+
+def test_a_crafted_cifar_batch_runs_nothing(tmp_path):
+    """A CIFAR-10 batch is a pickle: one that would run a command on loading is a damaged data file."""
+    import os
+    import pickle
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'PWNED'}",))
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    (folder / "data_batch_1").write_bytes(pickle.dumps({b"data": Boom(), b"labels": [0]}))
+    from fedcluster.data.readers import _cifar_batch
+    from fedcluster.errors import DataFileError
+    with pytest.raises(DataFileError, match="not data"):
+        _cifar_batch(folder / "data_batch_1")
+    assert not (tmp_path / "PWNED").exists()

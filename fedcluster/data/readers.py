@@ -6,6 +6,7 @@ Fashion-MNIST also in Debian's flat folder. With download=True a missing set is 
 through torchvision (needs internet); otherwise the error says how to get it."""
 import gzip
 import math
+import io
 import pickle
 import zlib
 from pathlib import Path
@@ -174,6 +175,20 @@ def cifar10(root: Path, download: bool = False) -> Arrays:
     return (*load(files[:5]), *load(files[5:]))
 
 
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """CIFAR-10's batches are pickles (the data set's own format): read them admitting only what a batch
+    holds (plain containers, and numpy arrays rebuilt from their bytes), so a crafted file under a data
+    root runs nothing; any other global is refused as a damaged file."""
+    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+               ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+               ("numpy._core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not data (only numpy arrays and plain containers)")
+        return super().find_class(module, name)
+
+
 def _cifar_batch(path: Path):
     """(images [n, 3, 32, 32] uint8, labels [n]) of one pickled CIFAR-10 batch; a file that is
     not one is a DataFileError naming it."""
@@ -181,7 +196,7 @@ def _cifar_batch(path: Path):
     if not raw:
         raise _damaged(path, "empty file (0 bytes)")
     try:
-        batch = pickle.loads(raw, encoding="bytes")
+        batch = _DataOnlyUnpickler(io.BytesIO(raw), encoding="bytes").load()
     except Exception as e:   # noqa: BLE001 -- unpickling garbage raises many kinds of error
         reason = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
         raise _damaged(path, f"not a pickled CIFAR-10 batch ({type(e).__name__}: {reason})") from None
