@@ -234,7 +234,8 @@ def build(cfg: DictConfig):
     def fits(num_clients, train_width, test_width):
         batch = min(cfg.train.batch_size or train_width, train_width)
         check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
-                   hw.torch_device, keys=keys, fixed=held, rows=algorithm.training_rows(num_clients),
+                   hw.torch_device, keys=keys, fixed=held,
+                   rows=1 if hw.chunk == "auto" else min(hw.chunk, algorithm.training_rows(num_clients)),
                    row_activation_bytes=batch * per_sample * element_size, element_size=element_size)
 
     data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)

@@ -26,7 +26,7 @@ class DivergenceWatch:
     def check(self, t: int, clients: torch.Tensor, result) -> None:
         """Raise NonFiniteLossError if round t's training diverged (one host read per round). The
         message counts rounds from 1, as the progress lines do (t is the 0-based round index)."""
-        bad = ~(result.finite & all_finite(result.params))
+        bad = ~(result.finite & all_finite(result.params)) if result.params else ~result.finite
         M = len(clients)
         if bool(bad.any()):
             k = int(clients[torch.nonzero(bad)[0, 0]])

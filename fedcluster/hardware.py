@@ -1,5 +1,6 @@
 """Device and precision selection (conf/hardware/*.yaml)."""
 from dataclasses import dataclass
+from typing import Union
 
 import torch
 
@@ -15,8 +16,14 @@ class Hardware:
     device: str = "cpu"
     dtype: str = "float32"
     precision: str = "fp32"     # fp32 | tf32 | bf16 (fedcluster/engine/precision.py)
+    # rows (a client training one model) a round trains at once before folding them into the aggregate:
+    # "auto" sizes it from the memory available and the model (data/budget.py rows_per_chunk); a number sets it
+    chunk: Union[int, str] = "auto"
 
     def __post_init__(self):
+        if self.chunk != "auto" and not (isinstance(self.chunk, int) and not isinstance(self.chunk, bool)
+                                         and self.chunk >= 1):
+            raise ConfigError(f"hardware.chunk={self.chunk!r} is not allowed; use 'auto' or a whole number >= 1")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"hardware.device={self.device!r} is not allowed; use 'cpu', 'cuda' or 'cuda:N'")
         if self.device.startswith("cuda") and not torch.cuda.is_available():

@@ -19,7 +19,7 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
 # Keys added after runs were recorded, each with the value that changes nothing (the behaviour before it existed):
 # at that value a key is left out of the identity, so every earlier run keeps its fingerprint, run_id and
 # directory, and a run that sets it is another run.
-NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False}
+NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False, ("hardware", "chunk"): "auto"}
 
 
 def comparable(config: dict) -> dict:

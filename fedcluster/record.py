@@ -54,20 +54,26 @@ class RunRecord:
     elapsed: float = 0.0                  # seconds spent before the last resume
     train_seconds: List[float] = field(default_factory=list)   # per round, local training only (not checkpointed)
 
-    def client_rows(self, plan, alg, trainer, fed) -> Optional[dict]:
-        """The optimizer state of the plan's clients where the algorithm keeps each client's
-        across rounds (`keep_client_state`; created at the first use), else None (the engine
-        then starts every job from fresh state)."""
+    def client_rows(self, plan, alg, trainer, fed, rows: slice = slice(None)) -> Optional[dict]:
+        """The optimizer state of the plan's clients (its rows `rows`) where the algorithm keeps
+        each client's across rounds (`keep_client_state`; created at the first use), else None
+        (the engine then starts every job from fresh state)."""
         if not alg.keep_client_state or plan.local == "gradient":
             return None
         if self.client_state is None:
             self.client_state = trainer.init_state(alg.local_models(fed))
-        return take_state(self.client_state, plan.clients.to(fed.device))
+        return take_state(self.client_state, plan.clients[rows].to(fed.device))
 
-    def keep_client_rows(self, plan, alg, fed, result) -> None:
-        """Store the trained rows' optimizer state back (algorithms that keep client state)."""
+    def state_of(self, plan, alg, trainer, fed):
+        """`client_rows` of a plan's chunk of rows, for engine/clients.client_chunks (None: fresh state)."""
+        if not alg.keep_client_state or plan.local == "gradient":
+            return None
+        return lambda rows: self.client_rows(plan, alg, trainer, fed, rows)
+
+    def keep_client_rows(self, plan, alg, fed, result, rows: slice = slice(None)) -> None:
+        """Store the trained rows' (rows `rows` of the plan) optimizer state back (algorithms that keep client state)."""
         if alg.keep_client_state and plan.local != "gradient":
-            put_state(self.client_state, plan.clients.to(fed.device), result.opt_state)
+            put_state(self.client_state, plan.clients[rows].to(fed.device), result.opt_state)
 
     @classmethod
     def resume(cls, out: Path, fingerprint: str, alg, watch, device, accepted=None) -> "RunRecord":

@@ -18,8 +18,11 @@ from .artifacts import write_results
 from .assemble import build, choose_engine
 from .provenance import source_revision
 from .divergence import DivergenceWatch
+from .data.budget import rows_per_chunk
 from .engine.allocator import keep_freed_memory
-from .engine.clients import run_clients
+from .engine.clients import client_chunks, concat_results
+from .engine.records import LocalResult
+from .models.stacked import all_finite
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .identity import accepted_fingerprints, config_fingerprint
 from .integrity import seal_summary
@@ -73,6 +76,8 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     fed.batched_forward = engine == "batched"
+    chunk = rows_per_chunk(hw.chunk, alg.training_rows(fed.num_clients), sum(p.numel() for p in fed.model.parameters()),
+                           cfg.train.optimizer, hw.torch_device, torch.empty(0, dtype=hw.torch_dtype).element_size())
     if hw.torch_device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(hw.torch_device)
     alg.setup(fed)   # its checks (e.g. selection_size vs clients) also come before anything is written
@@ -83,7 +88,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     signals.check()   # the last safe point before anything is written or removed
     remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
     args = (cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,
-            watch, record)
+            watch, record, chunk)
     if not replace:
         summary = _write_run(*args)
         drop_set_aside(out)   # a replacement killed earlier and now resumed to its end: the old run goes
@@ -99,7 +104,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
 
 
 def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,
-               watch, record) -> dict:
+               watch, record, chunk) -> dict:
     """Train the rounds left and write the results (the directory is ours and every check has passed)."""
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
@@ -110,8 +115,8 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
     bar = progress_bar(cfg, record.next_round) if show and sys.stderr.isatty() else None
     key, done, checkpointed = key_metric(fed.data.task), record.next_round, record.next_round
     log = open_run_log(out, to_stderr=show and bar is None)
-    log.info("%s: %s, rounds %d-%d of %d (engine %s, %s)", out, cfg.algorithm.name, record.next_round + 1,
-             cfg.rounds, cfg.rounds, engine, hw.describe())
+    log.info("%s: %s, rounds %d-%d of %d (engine %s, chunks of up to %d rows, %s)", out, cfg.algorithm.name,
+             record.next_round + 1, cfg.rounds, cfg.rounds, engine, chunk, hw.describe())
     summary, logged = None, len(record.metrics)   # rows handed to the loggers so far
     try:
         for lg in loggers:
@@ -124,19 +129,12 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
                 record.metrics += round_start_rows(t, alg, fed)
             plan = alg.plan(t, fed)
             tick = time.perf_counter()
-            result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed,
-                                 record.client_rows(plan, alg, trainer, fed))
-            if fed.device.type == "cuda":
-                torch.cuda.synchronize(fed.device)
-            record.train_seconds.append(time.perf_counter() - tick)
             try:
-                watch.check(t, plan.clients, result)
+                train_round(t, plan, alg, trainer, fed, engine, cfg.seed, chunk, record, watch)
             except NonFiniteLossError as e:
                 write_diverged(out, cfg, fed, record, str(e), t, ids)
                 raise
-            record.keep_client_rows(plan, alg, fed, result)
-            alg.aggregate(t, plan, result.params, fed)
-            del result   # the round's trained rows and optimizer states: not held while the next round trains
+            record.train_seconds.append(time.perf_counter() - tick)
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
             if evaluated:
@@ -193,6 +191,38 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
         close_run_log(log)
         if bar is not None:
             bar.close()
+
+
+def train_round(t: int, plan, alg, trainer, fed, engine: str, seed: int, chunk: Optional[int], record: RunRecord,
+                watch: DivergenceWatch) -> None:
+    """The plan's rows trained chunk by chunk (engine/clients.py), each chunk folded into the round's
+    aggregate as it finishes (`alg.round_fold`, algorithms/fold.py) or, for a method that needs every
+    update at once, gathered for `alg.aggregate`; the divergence check sees every row before the
+    aggregate is applied. A chunk's trained rows and optimizer states are dropped before the next trains."""
+    fold = alg.round_fold(t, plan, fed)
+    trained, losses, M = None, [], len(plan.clients)
+    for rows, result in client_chunks(t, plan, trainer, fed.data.train, engine, seed, chunk,
+                                      record.state_of(plan, alg, trainer, fed)):
+        losses.append(LocalResult({}, {}, result.last_loss, result.finite & all_finite(result.params),
+                                  result.first_loss))
+        record.keep_client_rows(plan, alg, fed, result, rows)
+        if fold is not None:
+            fold.add(rows, result.params)
+        elif rows.stop - rows.start == M:   # one chunk: its rows are the round's
+            trained = result.params
+        else:   # one copy of each trained row, for an aggregation that needs them all at once
+            if trained is None:
+                trained = {k: v.new_empty(M, *v.shape[1:]) for k, v in result.params.items()}
+            for k, v in result.params.items():
+                trained[k][rows] = v
+        del result
+    if fed.device.type == "cuda":
+        torch.cuda.synchronize(fed.device)
+    watch.check(t, plan.clients, losses[0] if len(losses) == 1 else concat_results(losses))
+    if fold is not None:
+        fold.finish()
+    else:
+        alg.aggregate(t, plan, trained, fed)
 
 
 def resume_hint(checkpointed: int) -> str:

@@ -26,17 +26,17 @@ def _config(algorithm, root):
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_resumes_to_the_uninterrupted_metrics(algorithm, data_root, tmp_path, monkeypatch):
     run(_config(algorithm, data_root), tmp_path / "straight")
-    original = runner.run_clients
+    original = runner.client_chunks
 
     def dies_in_round_2(t, *args, **kwargs):
         if t == 1:
             raise Died()
         return original(t, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "run_clients", dies_in_round_2)
+    monkeypatch.setattr(runner, "client_chunks", dies_in_round_2)
     with pytest.raises(Died):
         run(_config(algorithm, data_root), tmp_path / "resumed")
-    monkeypatch.setattr(runner, "run_clients", original)
+    monkeypatch.setattr(runner, "client_chunks", original)
     assert (tmp_path / "resumed" / "checkpoint.pt").exists()
     summary = run(_config(algorithm, data_root), tmp_path / "resumed")
     assert summary["status"] == "complete"

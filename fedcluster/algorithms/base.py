@@ -13,8 +13,10 @@ import torch
 
 from ..engine.forward import outputs_paired
 from ..engine.terms import Term, concat_terms
+from ..models.rows import Rows, cat_rows
 from ..models.stacked import Stack
 from .federation import Federation
+from .fold import Fold
 
 
 @dataclass
@@ -32,7 +34,7 @@ class Phase:
 @dataclass
 class RoundPlan:
     clients: torch.Tensor                  # [M] indices of the clients that train this round (may repeat)
-    start: Stack                           # [M] their starting parameters
+    start: "Stack | Rows"                  # [M] their starting parameters (Rows: read when trained)
     terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py)
     # What the clients compute: "train" (local training by the engines; `aggregate` gets the
     # trained parameters) or "gradient" (no step: each row's gradient of its client's mean loss
@@ -62,7 +64,7 @@ def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
     if any(p.phases for p in plans):
         raise ValueError("concat_plans: plans trained in phases are not trained together")
     clients = torch.cat([p.clients for p in plans])
-    start = {k: torch.cat([p.start[k] for p in plans]) for k in plans[0].start}
+    start = cat_rows([p.start for p in plans])
     terms = concat_terms([p.terms for p in plans], [len(p.clients) for p in plans])
     return RoundPlan(clients, start, terms, parts=list(plans))
 
@@ -97,6 +99,19 @@ class Algorithm:
 
     def aggregate(self, t: int, plan: RoundPlan, trained: Stack, fed: Federation) -> None:
         raise NotImplementedError
+
+    def fold(self, t: int, plan: RoundPlan, fed: Federation) -> Optional[Fold]:
+        """The round's aggregation as a fold over chunks of trained rows (algorithms/fold.py), for
+        an aggregation that is a sum over clients; None (default): the rows are gathered and
+        `aggregate` gets them all at once."""
+        return None
+
+    def round_fold(self, t: int, plan: RoundPlan, fed: Federation) -> Optional[Fold]:
+        """`fold`, unless a class below the one that wrote it overrides `aggregate` (its fold would
+        skip that aggregation): then None, and the round gathers its rows for `aggregate`."""
+        mro = type(self).__mro__
+        where = {name: next(i for i, c in enumerate(mro) if name in c.__dict__) for name in ("fold", "aggregate")}
+        return self.fold(t, plan, fed) if where["fold"] <= where["aggregate"] else None
 
     def cluster_models(self) -> Optional[Stack]:
         """[K] models meant to serve whole distributions (None if the method has none)."""

@@ -10,7 +10,8 @@ from ..errors import ConfigError
 from ..engine.terms import FrozenOffset
 from ..settings import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans
-from .components import for_clients, sample_weighted_mean
+from .components import for_clients, global_mean_fold, sample_weighted_mean
+from .fold import Parts
 
 WARMUPS = ("fedavg", "base")
 
@@ -88,6 +89,21 @@ class CAM(Algorithm):
         cluster_part, global_part = plan.split(trained)
         self.base.aggregate(t, cluster_plan, cluster_part, fed)
         self.global_model = sample_weighted_mean(global_part, global_plan.clients, fed)   # eq. (9)
+
+    def fold(self, t, plan, fed):
+        """As `aggregate`, chunk by chunk, where the base method's aggregation folds too."""
+        phase = self.phase(t)
+        set_global = lambda mean: setattr(self, "global_model", mean)   # noqa: E731
+        if phase == "fedavg":
+            return global_mean_fold(plan.clients, fed, set_global)
+        if phase == "base":
+            return self.base.round_fold(t, plan, fed)
+        cluster_plan, global_plan = plan.parts
+        base = self.base.round_fold(t, cluster_plan, fed)
+        if base is None:
+            return None
+        return Parts([(len(cluster_plan.clients), base),
+                      (len(global_plan.clients), global_mean_fold(global_plan.clients, fed, set_global))])   # eq. (9)
 
     def local_outputs(self, fed, split):
         return self.local_predictors(fed, split)["local"]

@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..models.rows import rows_of
 from ..errors import ConfigError
-from ..models.stacked import Stack, repeat
+from ..models.stacked import Stack
 from ..settings import AtLeast
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
@@ -68,7 +69,7 @@ class CFL(ClusteredAlgorithm):
 
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)   # CFL: every client, every round
-        return RoundPlan(clients, repeat(self.centers, self.assignment))
+        return RoundPlan(clients, rows_of(self.centers, self.assignment))
 
     def aggregate(self, t, plan, trained, fed):
         updates = flat_updates(trained, plan.start)

@@ -30,9 +30,9 @@ from typing import Annotated, Optional
 import numpy as np
 import torch
 
+from ..models.rows import rows_of
 from ..engine.optim import OPTIMIZERS, build_optimizer
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..rng import derived_seed
 from ..settings import AtLeast, Between, OneOf, Positive
 from .base import RoundPlan, random_assignment
@@ -126,7 +126,7 @@ class CLoVE(ClusteredAlgorithm):
         clients = fed.sample_clients(self.client_fraction, t)
         self.assignment[clients] = self.assign(t, fed, clients)
         local = "gradient" if self.averaging == "gradient" else "train"
-        return RoundPlan(clients, repeat(self.centers, self.assignment[clients]), local=local)
+        return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]), local=local)
 
     def merge(self, j, mean, fed):
         """Line 15. Option I: the n_i-weighted mean of the trained models. Option II: `mean` is

@@ -5,8 +5,10 @@ import pandas as pd
 import torch
 
 from ..errors import ConfigError
+from ..models.rows import rows_of
 from ..models.stacked import Stack, repeat
 from .base import Algorithm, weighted_mean_rows
+from .fold import WeightedMeans
 
 INITS = ("independent", "identical")
 FIRST_ROUNDS = ("evaluation", "random")
@@ -48,6 +50,17 @@ class ClusteredAlgorithm(Algorithm):
             for k in row:
                 self.centers[k][j] = row[k][0]
 
+    def fold(self, t, plan, fed):
+        return WeightedMeans(self.assignment[plan.clients], fed.sizes[plan.clients].double(),
+                             lambda means: self.merged(means, fed))
+
+    def merged(self, means, fed) -> None:
+        """Each cluster with clients this round takes `merge` of its clients' mean ({j: mean})."""
+        for j, mean in means.items():
+            row = self.merge(j, mean, fed)
+            for k in row:
+                self.centers[k][j] = row[k][0]
+
     def merge(self, j: int, mean: Stack, fed) -> Stack:
         """Cluster j's new model from the weighted mean of its clients' results (default: that mean)."""
         return mean
@@ -56,7 +69,7 @@ class ClusteredAlgorithm(Algorithm):
         return self.centers
 
     def local_models(self, fed):
-        return repeat(self.centers, self.assignment)
+        return rows_of(self.centers, self.assignment)
 
     def assignment_weights(self):
         return torch.nn.functional.one_hot(self.assignment, self.num_clusters).double()

@@ -8,8 +8,10 @@
 - cluster models ([K] rows) live in ClusteredAlgorithm (clustered.py)."""
 import torch
 
+from ..models.rows import Rows, rows_of
 from ..models.stacked import Stack, repeat
 from .base import weighted_mean_rows
+from .fold import WeightedMeans
 
 
 def copies(model: Stack, count: int, device=None) -> Stack:
@@ -17,9 +19,9 @@ def copies(model: Stack, count: int, device=None) -> Stack:
     return repeat(model, torch.zeros(count, dtype=torch.long, device=device))
 
 
-def for_clients(model: Stack, clients: torch.Tensor) -> Stack:
-    """The single-row `model` as the starting row of each client in `clients`."""
-    return repeat(model, torch.zeros_like(clients))
+def for_clients(model: Stack, clients: torch.Tensor) -> Rows:
+    """The single-row `model` as the starting row of each client in `clients` (read when trained)."""
+    return rows_of(model, torch.zeros_like(clients))
 
 
 def personal_models(fed, start: Stack = None) -> Stack:
@@ -39,3 +41,8 @@ def sample_weighted_mean(trained: Stack, clients: torch.Tensor, fed) -> Stack:
     """The global model after a round: the mean of the trained rows weighted by their clients'
     training samples n_k (FedAvg; Fed-CAM eq. 9)."""
     return weighted_mean_rows(trained, torch.arange(len(clients), device=fed.device), fed.sizes[clients].double())
+
+
+def global_mean_fold(clients: torch.Tensor, fed, done) -> WeightedMeans:
+    """`sample_weighted_mean` as a fold over chunks of the round's rows; `done(the single-row mean)`."""
+    return WeightedMeans(torch.zeros_like(clients), fed.sizes[clients].double(), lambda means: done(means[0]))

@@ -6,9 +6,9 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
+from ..models.rows import rows_of
 from ..engine.losses import per_sample_loss
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..settings import MAX_BATCH, Between
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models, sample_weighted_mean
@@ -83,7 +83,7 @@ train.batch_size, as the authors use the training batch size). W
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
-        return RoundPlan(clients, repeat(self.local, clients))
+        return RoundPlan(clients, rows_of(self.local, clients))
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)

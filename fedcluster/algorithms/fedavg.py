@@ -8,7 +8,7 @@ from ..engine.terms import Proximal
 from ..errors import ConfigError
 from ..settings import AtLeast, Between
 from .base import Algorithm, RoundPlan
-from .components import copies, for_clients, sample_weighted_mean
+from .components import copies, for_clients, global_mean_fold, sample_weighted_mean
 
 
 class FedAvg(Algorithm):
@@ -32,6 +32,9 @@ class FedAvg(Algorithm):
 
     def aggregate(self, t, plan, trained, fed):
         self.global_model = sample_weighted_mean(trained, plan.clients, fed)
+
+    def fold(self, t, plan, fed):
+        return global_mean_fold(plan.clients, fed, lambda mean: setattr(self, "global_model", mean))
 
     def cluster_models(self):
         return self.global_model

@@ -4,9 +4,9 @@ from typing import Annotated
 
 import torch
 
+from ..models.rows import rows_of
 from ..engine.forward import outputs_on_clients
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..engine.terms import SampleWeights
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
@@ -74,7 +74,7 @@ class FedEM(Algorithm):
         losses = fed.train_losses(self.components).double()
         q, pi = e_step(losses, self.pi.clamp_min(1e-300).log(), fed.data.train.mask.to(fed.device))
         self.pi[clients] = pi[clients]
-        return concat_plans([RoundPlan(clients, repeat(self.components, torch.full_like(clients, m)),
+        return concat_plans([RoundPlan(clients, rows_of(self.components, torch.full_like(clients, m)),
                                        [SampleWeights(q[m, clients].to(fed.dtype))])
                              for m in range(self.num_clusters)])
 
@@ -91,7 +91,7 @@ class FedEM(Algorithm):
 
     def local_models(self, fed):
         """Each client's largest-pi component."""
-        return repeat(self.components, self.pi.argmax(1))
+        return rows_of(self.components, self.pi.argmax(1))
 
     def _predictions(self, fed, split) -> dict:
         """Both predictors from one pass of every component over every client's samples."""

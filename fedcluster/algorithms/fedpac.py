@@ -5,9 +5,9 @@ from typing import Annotated, List, Optional, Tuple
 import numpy as np
 import torch
 
+from ..models.rows import rows_of
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .clustered import check_choice
@@ -152,7 +152,7 @@ class FedPAC(Algorithm):
             pull = [PrototypePull(self.centroids, self.have, lam)]
         phases = ([Phase(tuple(self._head), self.head_epochs)] if self.head_epochs != 0 else []) + \
             [Phase(tuple(self._body), None, pull)]
-        return RoundPlan(clients, repeat(self.local, clients), phases=phases)
+        return RoundPlan(clients, rows_of(self.local, clients), phases=phases)
 
     def aggregate(self, t, plan, trained, fed):
         C = fed.data.num_classes

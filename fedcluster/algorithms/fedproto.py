@@ -5,10 +5,10 @@ from typing import Annotated, Tuple
 
 import torch
 
+from ..models.rows import rows_of
 from ..engine.forward import outputs_paired
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan
 from .clustered import check_choice
@@ -88,7 +88,7 @@ class FedProto(Algorithm):
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
-        plan = RoundPlan(clients, repeat(self.local, clients))
+        plan = RoundPlan(clients, rows_of(self.local, clients))
         if self.prototypes is not None:
             lam = torch.full((len(clients), 1), self.lam, dtype=fed.dtype, device=fed.device)
             plan.terms.append(PrototypePull(self.prototypes, self.have, lam))

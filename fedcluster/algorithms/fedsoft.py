@@ -4,11 +4,12 @@ from typing import Annotated
 import torch
 
 from ..errors import ConfigError
-from ..models.stacked import repeat
+from ..models.rows import rows_of
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Between
 from .base import Algorithm, Federation, RoundPlan
 from .components import keep_trained, personal_models
+from .fold import KeepRows
 
 
 def importance_weights(per_sample_losses: torch.Tensor, sizes: torch.Tensor, smoother: float) -> torch.Tensor:
@@ -84,11 +85,17 @@ class FedSoft(Algorithm):
             for s in range(self.num_clusters)])
         union = torch.unique(self.selection).to(fed.device)
         coeffs = (self.lam * self.u[union]).to(fed.dtype)
-        return RoundPlan(union, repeat(self.local, union), [Proximal(self.centers, coeffs)])
+        return RoundPlan(union, rows_of(self.local, union), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)
-        # Alg. 1 line 18: c_s = (1/K) sum_{k in Sel_s} w_k.
+        self.average_selections()
+
+    def fold(self, t, plan, fed):
+        return KeepRows(self.local, plan.clients, self.average_selections)
+
+    def average_selections(self) -> None:
+        """Alg. 1 line 18: c_s = (1/K) sum_{k in Sel_s} w_k."""
         self.centers = {k: v[self.selection.to(v.device)].mean(1) for k, v in self.local.items()}
 
     def cluster_models(self):

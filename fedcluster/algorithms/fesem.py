@@ -3,8 +3,8 @@ from typing import Annotated, Optional
 
 import torch
 
+from ..models.rows import rows_of
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Count, OneOf
 from .base import Phase, RoundPlan
@@ -73,11 +73,11 @@ class FeSEM(ClusteredAlgorithm):
         clients = torch.arange(fed.num_clients, device=fed.device)
         if not self.clustered:
             if self.startup_epochs is None:
-                return RoundPlan(clients, repeat(self.local, clients))
-            return RoundPlan(clients, repeat(self.local, clients),
+                return RoundPlan(clients, rows_of(self.local, clients))
+            return RoundPlan(clients, rows_of(self.local, clients),
                              phases=[Phase(tuple(self.local), epochs=self.startup_epochs)])
         coeffs = self.lam * torch.nn.functional.one_hot(self.assignment, self.num_clusters).to(fed.dtype)
-        return RoundPlan(clients, repeat(self.centers, self.assignment), [Proximal(self.centers, coeffs)])
+        return RoundPlan(clients, rows_of(self.centers, self.assignment), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)

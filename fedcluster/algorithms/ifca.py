@@ -4,21 +4,29 @@ from typing import Annotated
 import torch
 
 from ..engine.forward import losses_on_clients, outputs_paired
-from ..models.stacked import Stack, repeat
+from ..models.rows import rows_of
+from ..models.stacked import Stack
 from ..settings import AtLeast, Between, OneOf
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm, check_choice
+from .fold import MixedSums
 
 UPDATES = ("mean", "eq6")
+
+
+def global_share_weights(centers: Stack, groups: torch.Tensor, sizes: torch.Tensor, total: float) -> torch.Tensor:
+    """[M, K] n_i / n in row i's cluster column (Fed-CAM eq. 6's shares)."""
+    K = next(iter(centers.values())).shape[0]
+    w = torch.zeros(len(groups), K, dtype=torch.float64, device=groups.device)
+    w[torch.arange(len(groups), device=groups.device), groups] = sizes.double() / total
+    return w
 
 
 def global_share_update(centers: Stack, trained: Stack, groups: torch.Tensor, sizes: torch.Tensor,
                         total: float) -> Stack:
     """Fed-CAM eq. (6): Theta_k <- (1 - sum_{i in C_k} n_i/n) Theta_k + sum_{i in C_k} n_i/n theta_i,
     with n the data size of all clients: a cluster model moves by its share of all data."""
-    K = next(iter(centers.values())).shape[0]
-    w = torch.zeros(len(groups), K, dtype=torch.float64, device=groups.device)
-    w[torch.arange(len(groups), device=groups.device), groups] = sizes.double() / total     # [M, K]
+    w = global_share_weights(centers, groups, sizes, total)                                  # [M, K]
     keep = 1 - w.sum(0)                                                                      # [K]
     out = {}
     for k, c in centers.items():
@@ -63,7 +71,7 @@ class IFCA(ClusteredAlgorithm):
             g = fed.generator("ifca-first-round")
             self.assignment = random_assignment(fed.num_clients, self.num_clusters, g).to(fed.device)
         clients = fed.sample_clients(self.client_fraction, t)
-        return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
+        return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
     def aggregate(self, t, plan, trained, fed):
         if self.update == "eq6":
@@ -71,6 +79,19 @@ class IFCA(ClusteredAlgorithm):
                                                fed.sizes[plan.clients].double(), float(fed.sizes.sum()))
             return
         super().aggregate(t, plan, trained, fed)
+
+    def fold(self, t, plan, fed):
+        if self.update != "eq6":
+            return super().fold(t, plan, fed)
+        w = global_share_weights(self.centers, self.assignment[plan.clients], fed.sizes[plan.clients].double(),
+                                 float(fed.sizes.sum()))
+        centers = self.centers
+
+        def done(mixed):
+            keep = 1 - w.sum(0)
+            self.centers = {k: keep.to(c.dtype).view(-1, *([1] * (c.dim() - 1))) * c + mixed[k]
+                            for k, c in centers.items()}
+        return MixedSums(w, done)
 
     def models_on(self, fed, split, partner=None) -> torch.Tensor:
         """[N] each client's cluster model with the smallest mean loss on its samples of `split`
@@ -83,5 +104,5 @@ class IFCA(ClusteredAlgorithm):
     def label_picks(self, fed, split, partner=None):
         if not self.report_label_pick:
             return {}
-        picked = repeat(self.centers, self.models_on(fed, split, partner))
+        picked = rows_of(self.centers, self.models_on(fed, split, partner))
         return {"label_pick": outputs_paired(fed.model, picked, split.x, split.n, fed.batched_forward)}

@@ -1,9 +1,10 @@
 """Local-only training: every client trains its own model, nothing is shared."""
 import torch
 
-from ..models.stacked import repeat
+from ..models.rows import rows_of
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models
+from .fold import KeepRows
 
 
 class LocalOnly(Algorithm):
@@ -19,10 +20,13 @@ class LocalOnly(Algorithm):
 
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)
-        return RoundPlan(clients, repeat(self.local, clients))
+        return RoundPlan(clients, rows_of(self.local, clients))
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)
+
+    def fold(self, t, plan, fed):
+        return KeepRows(self.local, plan.clients)
 
     def local_models(self, fed):
         return self.local

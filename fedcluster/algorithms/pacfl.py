@@ -5,8 +5,8 @@ from typing import Annotated, Optional
 import numpy as np
 import torch
 
+from ..models.rows import rows_of
 from ..errors import ConfigError
-from ..models.stacked import repeat
 from ..settings import AtLeast, Between, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
@@ -112,7 +112,7 @@ class PACFL(ClusteredAlgorithm):
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
-        return RoundPlan(clients, repeat(self.centers, self.assignment[clients]))
+        return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
     def artifacts(self):
         """pacfl_angles.csv: the clients' angle matrix in degrees (to choose `threshold` from)."""

@@ -53,6 +53,30 @@ def available_bytes(device: torch.device) -> Optional[int]:
         return None
 
 
+# Parameter-sized tensors per trained row at the peak, by optimizer, for sizing a round's chunks (engine.chunk=auto):
+# measured on main 98e8503 with the FedAvg CNN (peak RSS per client, issue 56's table): SGD 10, Adam 16.5.
+COPIES_PER_TRAINED_ROW = {"sgd": 10, "adam": 17}
+# The most memory auto chunks give training on a CPU: past a few dozen rows a chunk no longer trains faster
+# (the rows share the CPU's threads), while memory grows with every row (scripts/memory_benchmark.py).
+CPU_CHUNK_BYTES = 2 * GiB
+
+
+def rows_per_chunk(setting, rows: int, num_params: int, optimizer: str, device: torch.device,
+                   element_size: int = 4, row_activation_bytes: int = 0) -> int:
+    """Rows a round trains at once (hardware.chunk): `setting` when it is a number; "auto": as many of
+    the round's `rows` as fit half the memory available now (beside whatever else runs on the machine
+    or GPU), at most CPU_CHUNK_BYTES on a CPU, at least 1."""
+    if setting != "auto":
+        return max(1, min(int(setting), rows))
+    per_row = COPIES_PER_TRAINED_ROW.get(optimizer, max(COPIES_PER_TRAINED_ROW.values())) * num_params * element_size \
+        + row_activation_bytes
+    limit = available_bytes(device)
+    budget = (limit // 2) if limit is not None else CPU_CHUNK_BYTES
+    if device.type == "cpu":
+        budget = min(budget, CPU_CHUNK_BYTES)
+    return max(1, min(rows, budget // max(per_row, 1)))
+
+
 def data_bytes(num_clients: int, train_width: int, test_width: int, sample_numel: int) -> int:
     per_sample = 4 * sample_numel + BYTES_PER_SAMPLE_META
     return BUILD_COPIES * num_clients * (train_width + test_width) * per_sample + num_clients * BYTES_PER_CLIENT_BUILD

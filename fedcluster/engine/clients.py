@@ -1,44 +1,129 @@
-"""One round's client computation for a plan: local training or, for a plan with
-local="gradient", each client's full-batch gradient (CLoVE Option II)."""
-from typing import Optional
+"""One round's client computation for a plan, in chunks of rows: local training or, for a plan
+with local="gradient", each client's full-batch gradient (CLoVE Option II).
 
+A round's M rows train in chunks of at most `chunk` rows, one chunk after another; the caller
+folds each chunk's trained rows into the aggregate and drops them before the next chunk trains
+(runner.py, algorithms/fold.py), so a round holds the training state of `chunk` rows, not M.
+Every row's batches, dropout stream and terms are those of the whole plan (the schedule is drawn
+for all M rows, then cut), so a row trains to the same numbers in any chunk; only a fold's order
+of summation can differ (none with one chunk)."""
+import copy
+from typing import Callable, Iterator, List, Optional, Tuple
+
+import torch
+
+from ..models.rows import count_rows, take_rows
 from ..rng import derived_seed, generator
 from .local import LocalJob, LocalResult
-from .schedule import full_batch_schedule
+from .schedule import Schedule, full_batch_schedule
 
 
-def run_clients(t: int, plan, trainer, train_data, engine: str, seed: int,
-                opt_state: Optional[dict] = None) -> LocalResult:
-    """The plan's rows trained (or differentiated) on their clients' training data
-    (`train_data`: x, y, n of all clients). `opt_state` is the rows' optimizer state where the
-    caller keeps each client's (it then carries from phase to phase); None: fresh state for every
-    job. A plan with phases is trained phase after phase, each from the parameters the previous
-    one left."""
+def chunk_slices(rows: int, chunk: Optional[int]) -> List[slice]:
+    """[0, rows) in consecutive slices of at most `chunk` rows (None: one slice)."""
+    size = rows if not chunk or chunk >= rows else int(chunk)
+    return [slice(a, min(a + size, rows)) for a in range(0, max(rows, 1), max(size, 1))]
+
+
+def schedule_rows(schedule: Schedule, rows: slice) -> Schedule:
+    """The batches of rows `rows` of a schedule."""
+    augment = None if schedule.augment is None else {k: v[rows] for k, v in schedule.augment.items()}
+    return Schedule(schedule.index[rows], schedule.valid[rows], augment)
+
+
+def terms_rows(terms, rows: slice) -> list:
+    """The terms with the per-row data of rows `rows` only (their shared references kept)."""
+    out = []
+    for term in terms:
+        part = copy.copy(term)
+        part.data = term.data[rows]
+        out.append(part)
+    return out
+
+
+def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chunk: Optional[int] = None,
+                  state_of: Optional[Callable[[slice], dict]] = None) -> Iterator[Tuple[slice, LocalResult]]:
+    """(rows, their LocalResult) for each chunk of the plan's rows, trained (or differentiated) on
+    their clients' training data (`train_data`: x, y, n of all clients). `state_of(rows)` gives
+    those rows' optimizer state where the caller keeps each client's (it then carries from phase
+    to phase); None: fresh state for every job. A plan with phases is trained phase after phase,
+    each from the parameters the previous one left, chunk by chunk."""
     if plan.local not in ("train", "gradient"):
         raise ValueError(f"RoundPlan.local={plan.local!r}: expected 'train' or 'gradient'")
+    if plan.phases and plan.terms:
+        raise ValueError("a RoundPlan with phases carries its terms in its phases, not in RoundPlan.terms")
     tr = train_data
     clients = plan.clients.to(tr.x.device)
+    M = len(clients)
+    if count_rows(plan.start) != M:
+        raise ValueError(f"RoundPlan: {count_rows(plan.start)} starting rows for {M} clients")
+    width = tr.x.shape[1]
     if plan.local == "gradient":
-        schedule = full_batch_schedule(tr.n[clients], tr.x.shape[1])
-        return trainer.gradients(LocalJob(tr.x, tr.y, clients, plan.start, {}, schedule, plan.terms))
+        schedule = full_batch_schedule(tr.n[clients], width)
+    elif not plan.phases:
+        schedule = trainer.schedule(tr.n[clients], width, generator(seed, "batches", t))
+    else:
+        phase_schedules = [trainer.schedule(tr.n[clients], width, generator(seed, "batches", t, i), phase.epochs)
+                           for i, phase in enumerate(plan.phases)]
+    for rows in chunk_slices(M, chunk):
+        start = take_rows(plan.start, rows)
+        opt_state = state_of(rows) if state_of is not None else None
+        if plan.local == "gradient":
+            yield rows, trainer.gradients(LocalJob(tr.x, tr.y, clients[rows], start, {}, schedule_rows(schedule, rows),
+                                                   terms_rows(plan.terms, rows)))
+        elif not plan.phases:
+            job = LocalJob(tr.x, tr.y, clients[rows], start,
+                           opt_state if opt_state is not None else trainer.init_state(start),
+                           schedule_rows(schedule, rows), terms_rows(plan.terms, rows),
+                           seed=derived_seed(seed, "dropout", t) % 2 ** 62 + rows.start)
+            yield rows, trainer.train(job, engine)
+        else:
+            yield rows, _phases(t, plan, trainer, tr, engine, seed, clients[rows], start, opt_state,
+                                [schedule_rows(s, rows) for s in phase_schedules], rows)
+
+
+def _phases(t, plan, trainer, tr, engine, seed, clients, params, opt_state, schedules, rows) -> LocalResult:
     kept = opt_state is not None
-    if not plan.phases:
-        schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(seed, "batches", t))
-        job = LocalJob(tr.x, tr.y, clients, plan.start, opt_state if kept else trainer.init_state(plan.start),
-                       schedule, plan.terms, seed=derived_seed(seed, "dropout", t) % 2 ** 62)
-        return trainer.train(job, engine)
-    if plan.terms:
-        raise ValueError("a RoundPlan with phases carries its terms in its phases, not in RoundPlan.terms")
-    params, results = plan.start, []
-    for i, phase in enumerate(plan.phases):
+    results = []
+    for i, (phase, schedule) in enumerate(zip(plan.phases, schedules)):
         if not kept:
             opt_state = trainer.init_state(params)
-        schedule = trainer.schedule(tr.n[clients], tr.x.shape[1], generator(seed, "batches", t, i), phase.epochs)
-        job = LocalJob(tr.x, tr.y, clients, params, opt_state, schedule, phase.terms,
-                       seed=derived_seed(seed, "dropout", t, i) % 2 ** 62, trainable=tuple(phase.trainable))
+        job = LocalJob(tr.x, tr.y, clients, params, opt_state, schedule, terms_rows(phase.terms, rows),
+                       seed=derived_seed(seed, "dropout", t, i) % 2 ** 62 + rows.start,
+                       trainable=tuple(phase.trainable))
         results.append(trainer.train(job, engine))
         params, opt_state = results[-1].params, results[-1].opt_state
     return joined(results)
+
+
+def run_clients(t: int, plan, trainer, train_data, engine: str, seed: int,
+                opt_state: Optional[dict] = None, chunk: Optional[int] = None) -> LocalResult:
+    """All of the plan's rows at once (chunk by chunk, joined): the LocalResult of `client_chunks`
+    over the whole plan. `opt_state`: the rows' optimizer state where the caller keeps each
+    client's; None: fresh state."""
+    state_of = None if opt_state is None else (lambda rows: take_state_rows(opt_state, rows))
+    parts = list(client_chunks(t, plan, trainer, train_data, engine, seed, chunk, state_of))
+    if len(parts) == 1:
+        return parts[0][1]
+    return concat_results([r for _, r in parts])
+
+
+def take_state_rows(state, rows: slice):
+    """Rows `rows` of an optimizer state (views; the job copies what it updates)."""
+    if isinstance(state, dict):
+        return {k: take_state_rows(v, rows) for k, v in state.items()}
+    return state[rows]
+
+
+def concat_results(results: List[LocalResult]) -> LocalResult:
+    """The results of consecutive chunks as one, rows in order."""
+    def cat(parts):
+        if isinstance(parts[0], dict):
+            return {k: cat([p[k] for p in parts]) for k in parts[0]}
+        return torch.cat(parts)
+    first = None if results[0].first_loss is None else torch.cat([r.first_loss for r in results])
+    return LocalResult(cat([r.params for r in results]), cat([r.opt_state for r in results]) if results[0].opt_state
+                       else results[0].opt_state, torch.cat([r.last_loss for r in results]),
+                       torch.cat([r.finite for r in results]), first)
 
 
 def joined(results) -> LocalResult:

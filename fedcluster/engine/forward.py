@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import torch
 from torch.func import functional_call, vmap
 
+from ..models.rows import count_rows, row_of, take_rows
 from ..models.stacked import Stack
 from .losses import per_sample_loss
 from .precision import autocast, full_precision
@@ -61,6 +62,14 @@ def largest_activation_bytes(model, sample: torch.Tensor) -> int:
                 h.remove()
         _ACTIVATION_BYTES[key] = max(sizes)
     return _ACTIVATION_BYTES[key]
+
+
+def paired_chunk(model, x: torch.Tensor) -> int:
+    """Models per chunk of the batched paired forward (x [N, Nmax, ...]: each model on one client's
+    padded samples): as many whole clients' activations as fit the device's chunk budget, 8 times over
+    (at least 1)."""
+    budget = 8 * CHUNK_BUDGET["cuda" if x.device.type == "cuda" else "cpu"]
+    return max(1, budget // max(largest_activation_bytes(model, x[0, 0]) * x.shape[1], 1))
 
 
 def chunk_size(model, x: torch.Tensor) -> int:
@@ -133,19 +142,23 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
     the CPU threads. `features`: the models' features (the input of the last layer,
     `model(x, with_features=True)[1]`) instead of their outputs."""
     if rows is None:
-        rows = torch.arange(next(iter(params.values())).shape[0])
+        rows = torch.arange(count_rows(params))
     kwargs = {"with_features": True} if features else {}
     with torch.inference_mode(), autocast():
-        if batched:
-            out = vmap(lambda p, xm: functional_call(model, p, (xm,), kwargs))(params, x[rows.to(x.device)])
-            out = out[1] if features else out
-            return _normal(full_precision(out))
+        if batched:   # in chunks of models, so the models' rows (Rows: read here) and outputs of one chunk are held
+            step = paired_chunk(model, x)
+            parts = []
+            for a in range(0, len(rows), step):
+                p = take_rows(params, slice(a, a + step))
+                out = vmap(lambda p, xm: functional_call(model, p, (xm,), kwargs))(p, x[rows[a:a + step].to(x.device)])
+                parts.append(out[1] if features else out)
+            return _normal(full_precision(torch.cat(parts)))
         step = chunk_size(model, x[0])
         sizes = n[rows.to(n.device)].tolist()          # one read of the sizes, not one per client
 
         def client(m):
             client_row, n_m = int(rows[m]), sizes[m]
-            p = {f"net.{k}": v[m] for k, v in params.items()}
+            p = {f"net.{k}": v for k, v in row_of(params, m).items()}
             xs = x[client_row, :max(n_m, 1)]
             slices = [slice(i, min(i + step, len(xs))) for i in range(0, len(xs), step)]
             with torch.inference_mode(), autocast():
