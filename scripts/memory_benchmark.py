@@ -66,7 +66,7 @@ def reference_round(cfg) -> dict:
     import torch
     from fedcluster.assemble import build
     hw, fed, alg, trainer = build(cfg)
-    tr, te = fed.data.train, fed.data.test
+    tr, te = fed.data.train, fed.data.local_test
     model = fed.model
     global_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     total = float(tr.n.sum())
@@ -98,7 +98,7 @@ def reference_round(cfg) -> dict:
 
 def data_bytes(fed) -> int:
     """The bytes of every client's training and test samples as stored (inputs, labels)."""
-    return sum(t.numel() * t.element_size() for split in (fed.data.train, fed.data.test) for t in (split.x, split.y))
+    return sum(t.numel() * t.element_size() for split in (fed.data.train, fed.data.local_test) for t in (split.x, split.y))
 
 
 def child(method: str, clients: int, steps: int, extra) -> None:

@@ -12,9 +12,10 @@ from typing import Callable, Iterator, List, Optional, Tuple
 
 import torch
 
-from ..models.rows import count_rows, take_rows
+from ..models.rows import Rows, count_rows, take_rows
 from ..rng import derived_seed, generator
 from .local import LocalJob, LocalResult
+from .optim import take_state
 from .schedule import Schedule, full_batch_schedule
 
 
@@ -44,7 +45,7 @@ def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chu
                   state_of: Optional[Callable[[slice], dict]] = None) -> Iterator[Tuple[slice, LocalResult]]:
     """(rows, their LocalResult) for each chunk of the plan's rows, trained (or differentiated) on
     their clients' training data (`train_data`: x, y, n of all clients). `state_of(rows)` gives
-    those rows' optimizer state where the caller keeps each client's (it then carries from phase
+    a copy of those rows' optimizer state (the job trains it in place) where the caller keeps each client's (it then carries from phase
     to phase); None: fresh state for every job. A plan with phases is trained phase after phase,
     each from the parameters the previous one left, chunk by chunk."""
     if plan.local not in ("train", "gradient"):
@@ -64,6 +65,7 @@ def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chu
     else:
         phase_schedules = [trainer.schedule(tr.n[clients], width, generator(seed, "batches", t, i), phase.epochs)
                            for i, phase in enumerate(plan.phases)]
+    fresh = isinstance(plan.start, Rows)   # its rows are read into new tensors: the job may train them in place
     for rows in chunk_slices(M, chunk):
         start = take_rows(plan.start, rows)
         opt_state = state_of(rows) if state_of is not None else None
@@ -74,7 +76,8 @@ def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chu
             job = LocalJob(tr.x, tr.y, clients[rows], start,
                            opt_state if opt_state is not None else trainer.init_state(start),
                            schedule_rows(schedule, rows), terms_rows(plan.terms, rows),
-                           seed=derived_seed(seed, "dropout", t) % 2 ** 62 + rows.start)
+                           seed=derived_seed(seed, "dropout", t) % 2 ** 62 + rows.start,
+                           owned=fresh)
             yield rows, trainer.train(job, engine)
         else:
             yield rows, _phases(t, plan, trainer, tr, engine, seed, clients[rows], start, opt_state,
@@ -100,18 +103,11 @@ def run_clients(t: int, plan, trainer, train_data, engine: str, seed: int,
     """All of the plan's rows at once (chunk by chunk, joined): the LocalResult of `client_chunks`
     over the whole plan. `opt_state`: the rows' optimizer state where the caller keeps each
     client's; None: fresh state."""
-    state_of = None if opt_state is None else (lambda rows: take_state_rows(opt_state, rows))
+    state_of = None if opt_state is None else (lambda rows: take_state(opt_state, rows))
     parts = list(client_chunks(t, plan, trainer, train_data, engine, seed, chunk, state_of))
     if len(parts) == 1:
         return parts[0][1]
     return concat_results([r for _, r in parts])
-
-
-def take_state_rows(state, rows: slice):
-    """Rows `rows` of an optimizer state (views; the job copies what it updates)."""
-    if isinstance(state, dict):
-        return {k: take_state_rows(v, rows) for k, v in state.items()}
-    return state[rows]
 
 
 def concat_results(results: List[LocalResult]) -> LocalResult:

@@ -36,6 +36,7 @@ class LocalJob:
     terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py), data [M, ...]
     seed: int = 0                   # seeds each row's dropout masks (sequential engine)
     trainable: Optional[tuple] = None   # parameter names the job updates (None: all; the rest stay fixed)
+    owned: bool = False             # start and opt_state are the job's own (made for it): trained in place, not copied
 
 
 class LocalTrainer:
@@ -110,7 +111,7 @@ class LocalTrainer:
         if buffers and engine not in HANDLES_BUFFERS:
             raise ValueError(f"the {engine} engine does not train models with buffers (batch norm); "
                              "use the sequential one")
-        params, state = own_rows(params, job.opt_state)
+        params, state = (params, job.opt_state) if job.owned else own_rows(params, job.opt_state)
         buffers = {k: v.clone() for k, v in buffers.items()}    # batch norm updates its row in place
         device, M = job.x.device, len(job.rows)
         job.schedule.augment_on(device)

@@ -11,8 +11,8 @@ The update rules follow torch.optim.SGD / torch.optim.Adam (no amsgrad, no decou
 bit-identical results) and no new parameter-sized tensor but weight decay's: at 40 rows of the
 FedAvg CNN the functional step, which allocates the new parameters and momenta and copies them back,
 took 1,373 ms per step on one thread against 104 ms in place (`python scripts/microbench.py`, item 4,
-side by side). Each optimizer says whether it has that step (`in_place`); one without it (Adam) takes
-the functional path, as does a step that masks rows (`active`)."""
+side by side). Each optimizer says whether it has that step (`in_place`, both do; Adam's since issue 56);
+a step that masks rows (`active`) takes the functional path."""
 from typing import Dict, Optional
 
 import torch
@@ -68,7 +68,7 @@ class SGD:
 
 
 class Adam:
-    in_place = False   # no `update_`: the functional step only
+    in_place = True   # has `update_`
 
     def __init__(self, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         if lr <= 0:
@@ -97,6 +97,25 @@ class Adam:
             new_m[k] = _keep(active, m, state["m"][k])
             new_v[k] = _keep(active, v, state["v"][k])
         return new_params, {"step": step, "m": new_m, "v": new_v}
+
+    def update_(self, params, grads, state) -> None:
+        """`update` for every row, in place on params and state, with its operations in its order (so
+        bit-identical results): the moments and parameters are updated where they are, and a step holds
+        three parameter-sized temporaries instead of new parameters, moments and their intermediates."""
+        state["step"].add_(1)
+        step = state["step"]
+        bc1 = 1 - self.b1 ** step.clamp_min(1)
+        bc2 = 1 - self.b2 ** step.clamp_min(1)
+        for k, p in params.items():
+            g = grads[k]
+            if self.weight_decay:
+                g = g + self.weight_decay * p
+            shape = (-1,) + (1,) * (p.dim() - 1)
+            m, v = state["m"][k], state["v"][k]
+            m.mul_(self.b1).add_(torch.mul(g, 1 - self.b1))
+            v.mul_(self.b2).add_(torch.mul(g, 1 - self.b2).mul_(g))
+            denom = torch.sqrt(v).div_(bc2.sqrt().view(shape)).add_(self.eps)
+            p.sub_(torch.mul((self.lr / bc1).view(shape), m).div_(denom))
 
 
 OPTIMIZERS = {"sgd": SGD, "adam": Adam}
