@@ -10,7 +10,8 @@ one torch.nn module and torch.optim.SGD trained client after client, each result
 average, on the same data built the same way, then the same global model scored on every
 client's test split.
 
-Printed per method: peak RSS at each N, MiB per added client (the slope between the smallest
+Printed per method: peak RSS at each N, the round's training time (summary.json's train_seconds_per_round;
+the reference: its client loop), the whole process's time, MiB per added client (the slope between the smallest
 and the largest N), beside the data's own bytes per client at the largest N, the rows per chunk
 fedcluster chose, and the ratio to the reference at each N.
 
@@ -73,6 +74,7 @@ def reference_round(cfg) -> dict:
     avg = {k: torch.zeros_like(v) for k, v in global_state.items()}
     g = torch.Generator().manual_seed(cfg.seed)
     t = cfg.train
+    tick = time.perf_counter()
     for i in range(fed.num_clients):
         n = int(tr.n[i])
         if n == 0:
@@ -87,13 +89,15 @@ def reference_round(cfg) -> dict:
         for k, v in model.state_dict().items():
             avg[k] += v.detach() * (n / total)
     model.load_state_dict(avg)
+    trained = time.perf_counter() - tick
     correct = 0
     with torch.inference_mode():
         for i in range(fed.num_clients):
             n = int(te.n[i])
             if n:
                 correct += int((model(te.x[i, :n]).argmax(1) == te.y[i, :n].long()).sum())
-    return {"chunk": 1, "accuracy": correct / max(1, int(te.n.sum())), "data_bytes": data_bytes(fed)}
+    return {"chunk": 1, "accuracy": correct / max(1, int(te.n.sum())), "data_bytes": data_bytes(fed),
+            "train_seconds": trained}
 
 
 def data_bytes(fed) -> int:
@@ -110,10 +114,10 @@ def child(method: str, clients: int, steps: int, extra) -> None:
     else:
         from fedcluster.runner import run
         with tempfile.TemporaryDirectory() as out:
-            run(cfg, out)
+            summary = run(cfg, out)
             log = (Path(out) / "run.log").read_text()
         chunk = int(log.split("chunks of up to ")[1].split(" ")[0])
-        res = {"chunk": chunk, "data_bytes": None}
+        res = {"chunk": chunk, "data_bytes": None, "train_seconds": summary["train_seconds_per_round"]}
     res.update(seconds=time.perf_counter() - tick, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(res))
 
@@ -164,14 +168,15 @@ def main():
             if method == "reference":
                 ref[n] = r
             row = {"method": method, "clients": n, "peak_rss_mb": round(r["peak_rss_mb"], 1), "chunk": r["chunk"],
-                   "seconds": round(r["seconds"], 2),
+                   "seconds": round(r["seconds"], 2), "train_seconds": round(r["train_seconds"], 2),
                    "vs_reference": round(r["peak_rss_mb"] / ref[n]["peak_rss_mb"], 2) if n in ref else None,
                    "data_mb_per_client": round(ref[n]["data_bytes"] / n / 2 ** 20, 2) if n in ref else None}
             rows.append(row)
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
-                print(f"{method:>10s} N={n:>5d}: peak RSS {row['peak_rss_mb']:8.0f} MiB, {row['seconds']:7.1f} s, "
+                print(f"{method:>10s} N={n:>5d}: peak RSS {row['peak_rss_mb']:8.0f} MiB, training {row['train_seconds']:7.2f} s, "
+                      f"process {row['seconds']:7.1f} s, "
                       f"chunks of {row['chunk']:>4d} rows"
                       + (f", {row['vs_reference']:.2f}x the reference" if row["vs_reference"] else ""), flush=True)
         if len(rows) >= 2 and not args.json:
