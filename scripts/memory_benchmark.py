@@ -184,7 +184,12 @@ def main():
             slope = (b["peak_rss_mb"] - a["peak_rss_mb"]) / (b["clients"] - a["clients"])
             data = f"; the data: {b['data_mb_per_client']:.2f} MiB per client at N={b['clients']}" \
                 if b["data_mb_per_client"] is not None else ""
-            print(f"{method:>10s}: {slope:.2f} MiB per added client (N={a['clients']} -> {b['clients']}){data}", flush=True)
+            line = f"{method:>10s}: {slope:.2f} MiB per added client (N={a['clients']} -> {b['clients']})"
+            full = next(r for r in rows if r["chunk"] == b["chunk"])   # from the first size whose chunk is full
+            if full is not a and full is not b:   # below it the chunk itself grows with N, up to its memory cap
+                line += (f", {(b['peak_rss_mb'] - full['peak_rss_mb']) / (b['clients'] - full['clients']):.2f} once "
+                         f"the chunk is full (N={full['clients']} -> {b['clients']}, {b['chunk']} rows)")
+            print(line + data, flush=True)
     sys.exit(1 if failed else 0)
 
 

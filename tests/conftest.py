@@ -62,3 +62,24 @@ def softmax_grad(W, b, x, y):
     p /= p.sum(1, keepdims=True)
     r = p - np.eye(W.shape[0])[y]
     return r.T @ x / len(x), r.mean(0)
+
+
+def die_in_round(monkeypatch, cls, at_round: int, error: Exception):
+    """Make every run of algorithm class `cls` raise `error` in round `at_round` (0-based), where the
+    round hands its trained rows over: `aggregate`, or `fold` for a method whose aggregation folds
+    chunk by chunk (algorithms/fold.py). Returns the function that undoes it."""
+    originals = {name: getattr(cls, name) for name in ("aggregate", "fold")}
+
+    def dying(name):
+        def method(self, t, *args, **kwargs):
+            if t == at_round:
+                raise error
+            return originals[name](self, t, *args, **kwargs)
+        return method
+    for name in originals:
+        monkeypatch.setattr(cls, name, dying(name))
+
+    def undo():
+        for name, original in originals.items():
+            monkeypatch.setattr(cls, name, original)
+    return undo

@@ -9,7 +9,7 @@ from fedcluster.report import build_report
 from fedcluster.record import CHECKPOINT
 from fedcluster.runner import run
 
-from conftest import make_cfg
+from conftest import die_in_round, make_cfg
 from fakedata import write_cifar10, write_mnist_like
 
 TINY = ["partition.num_clients=10", "partition.min_samples=4", "rounds=3", "warmup_rounds=1", "train.steps=2",
@@ -93,16 +93,11 @@ def test_cam_resumes_from_checkpoint(tmp_path, monkeypatch):
                  "algorithm=ifca_cam"] + TINY + ["rounds=5", "checkpoint_every=2", "model=lenet"]
     reference = run(make_cfg(overrides), tmp_path / "uninterrupted")
 
-    original = CAM.aggregate
-    def dies(self, t, *args):
-        if t == 3:
-            raise RuntimeError("killed")
-        return original(self, t, *args)
-    monkeypatch.setattr(CAM, "aggregate", dies)
+    undo = die_in_round(monkeypatch, CAM, 3, RuntimeError("killed"))
     with pytest.raises(RuntimeError):
         run(make_cfg(overrides), tmp_path / "resumed")
     assert (tmp_path / "resumed" / CHECKPOINT).exists()
-    monkeypatch.setattr(CAM, "aggregate", original)
+    undo()
     resumed = run(make_cfg(overrides), tmp_path / "resumed")
     assert resumed["local"] == reference["local"] and resumed["cluster_sizes"] == reference["cluster_sizes"]
     a, b = (pd.read_csv(tmp_path / d / "cluster_sizes.csv") for d in ("uninterrupted", "resumed"))

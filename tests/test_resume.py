@@ -6,7 +6,7 @@ from fedcluster.algorithms.fedsoft import FedSoft
 from fedcluster.record import CHECKPOINT
 from fedcluster.runner import run
 
-from conftest import SMALL, make_cfg
+from conftest import SMALL, die_in_round, make_cfg
 
 
 class Killed(Exception):
@@ -17,12 +17,7 @@ def test_resume_gives_same_metrics(tmp_path, monkeypatch):
     overrides = SMALL + ["rounds=7", "checkpoint_every=2", "algorithm.selection_size=6"]
     reference = run(make_cfg(overrides), tmp_path / "uninterrupted")
 
-    original = FedSoft.aggregate
-    def dies_in_round_5(self, t, *args):
-        if t == 5:
-            raise Killed()
-        return original(self, t, *args)
-    monkeypatch.setattr(FedSoft, "aggregate", dies_in_round_5)
+    undo = die_in_round(monkeypatch, FedSoft, 5, Killed())
     with pytest.raises(Killed):
         run(make_cfg(overrides), tmp_path / "resumed")
     assert (tmp_path / "resumed" / CHECKPOINT).exists()
@@ -31,7 +26,7 @@ def test_resume_gives_same_metrics(tmp_path, monkeypatch):
     from fedcluster.record import read_checkpoint_file   # a sealed checkpoint: checksum verified, then loaded
     assert read_checkpoint_file(tmp_path / "resumed" / CHECKPOINT)["next_round"] == 4
 
-    monkeypatch.setattr(FedSoft, "aggregate", original)
+    undo()
     resumed = run(make_cfg(overrides), tmp_path / "resumed")
     assert not (tmp_path / "resumed" / CHECKPOINT).exists()
     a = pd.read_csv(tmp_path / "uninterrupted" / "metrics.csv")
@@ -43,16 +38,10 @@ def test_resume_gives_same_metrics(tmp_path, monkeypatch):
 
 def test_checkpoint_from_other_config_is_refused(tmp_path, monkeypatch):
     overrides = SMALL + ["rounds=4", "checkpoint_every=1", "algorithm.selection_size=6"]
-    original = FedSoft.aggregate
-
-    def dies_in_round_2(self, t, *args):
-        if t == 2:
-            raise Killed()
-        return original(self, t, *args)
-    monkeypatch.setattr(FedSoft, "aggregate", dies_in_round_2)
+    undo = die_in_round(monkeypatch, FedSoft, 2, Killed())
     with pytest.raises(Killed):
         run(make_cfg(overrides), tmp_path)
-    monkeypatch.setattr(FedSoft, "aggregate", original)
+    undo()
     from fedcluster.errors import ConfigError
     with pytest.raises(ConfigError, match="different configuration"):
         run(make_cfg(overrides + ["seed=5"]), tmp_path)

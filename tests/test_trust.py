@@ -16,7 +16,7 @@ from fedcluster.errors import ConfigError
 from fedcluster.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
 from fedcluster.runner import run
 
-from conftest import SMALL, make_cfg
+from conftest import SMALL, die_in_round, make_cfg
 from test_cli import SMALL_CLI, _fedcluster
 from test_run_safety import one_line_error, snapshot
 
@@ -145,16 +145,10 @@ def _killed_run(tmp_path, monkeypatch, name, at_round=5):
     """A run stopped during round `at_round` with checkpoints after every round."""
     from fedcluster.algorithms import FedSoft
     overrides = SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]
-    original = FedSoft.aggregate
-
-    def dies(self, t, *args):
-        if t == at_round:
-            raise Killed()
-        return original(self, t, *args)
-    monkeypatch.setattr(FedSoft, "aggregate", dies)
+    undo = die_in_round(monkeypatch, FedSoft, at_round, Killed())
     with pytest.raises(Killed):
         run(make_cfg(overrides), tmp_path / name)
-    monkeypatch.setattr(FedSoft, "aggregate", original)
+    undo()
     return overrides
 
 
