@@ -56,7 +56,8 @@ def test_memory_per_trained_row_stays_above_what_the_check_counts(tmp_path, algo
     """Peak resident memory at 4 and 16 clients (an MLP of 1,076,010 parameters, so the models
     dominate): its growth per client covers COPIES_PER_ROW parameter vectors per trained row.
     Measured 2026-11-26: 14.2 (FedAvg) and 15.5 (FeSEM-CAM) copies per row (16.7 and 15.8 before the runner
-    stopped holding a round's trained rows while the next round trains); if the engine ever
+    stopped holding a round's trained rows while the next round trains); 2026-11-27, once plans started from
+    Rows and a chunk's rows trained in place (issue 56): 6.4 (FedAvg), so COPIES_PER_ROW went to 5. If the engine ever
     holds fewer than the check counts, the check could refuse a run that fits, and this fails."""
     params = 64 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10
     per_client = (peak_bytes(tmp_path, algorithm, 16) - peak_bytes(tmp_path, algorithm, 4)) / 12
