@@ -2,7 +2,8 @@
 round trained at once (issue 56: bounded memory). Each algorithm option runs on the tiny data of
 test_every_option.py, composed as the CLI composes it, once with the whole round as one chunk and
 once in chunks of 3 rows (its 4 clients, 8 rows for the CAM methods and FedEM: chunks that cut
-across the plans trained together). A row trains to the same numbers in any chunk up to float
+across the plans trained together): `chunked_metrics_match`, which test_resume_every_algorithm.py
+calls after its uninterrupted run (that run is the one-chunk one). A row trains to the same numbers in any chunk up to float
 rounding (elementwise kernels round a tensor's tail differently), and a fold sums the chunks' sums:
 so equal within 1e-4 relative, not to the bit."""
 import numpy as np
@@ -17,30 +18,25 @@ from fedcluster.hardware import Hardware
 from fedcluster.models.rows import Rows, cat_rows, take_rows
 from fedcluster.runner import run
 
-from conftest import CONF, make_cfg
-from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture
-
-ALGORITHMS = sorted(f.stem for f in (CONF / "algorithm").glob("*.yaml"))
 
 
-def _config(algorithm, root, chunk):
-    cfg = shrink(make_cfg(CONTEXT["algorithm"] + [f"algorithm={algorithm}", f"hardware.chunk={chunk}"]), root)
-    cfg.rounds, cfg.eval_every = 2, 1
-    return cfg
-
-
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_every_algorithm_trained_in_chunks_matches_one_chunk(algorithm, data_root, tmp_path):
-    whole = run(_config(algorithm, data_root, 1000), tmp_path / "whole")
-    chunked = run(_config(algorithm, data_root, 3), tmp_path / "chunked")
-    assert whole["status"] == chunked["status"] == "complete"
-    a = pd.read_csv(tmp_path / "whole" / "metrics.csv")
+def chunked_metrics_match(algorithm, root, whole_dir, tmp_path):
+    """The run of `_config` in `whole_dir` (one chunk: its 4 clients fit `auto`) against the same config in chunks
+    of 3 rows, run here: the same rows of metrics.csv, values within 1e-4 relative. Called by
+    test_resume_every_algorithm.py after its uninterrupted run, so each algorithm's one-chunk run serves both."""
+    from test_resume_every_algorithm import resume_config   # that module imports this one
+    cfg = resume_config(algorithm, root)
+    cfg.hardware.chunk = 3
+    chunked = run(cfg, tmp_path / "chunked")
+    assert chunked["status"] == "complete"
+    a = pd.read_csv(whole_dir / "metrics.csv")
     b = pd.read_csv(tmp_path / "chunked" / "metrics.csv")
     keys = ["round", "model", "eval_set", "metric"]
     assert a[keys].equals(b[keys])
     assert np.allclose(a["value"], b["value"], rtol=1e-4, atol=1e-5, equal_nan=True), \
         (a["value"] - b["value"]).abs().max()
     assert "chunks of up to 3 rows" in (tmp_path / "chunked" / "run.log").read_text()
+    assert "chunks of up to 3 rows" not in (whole_dir / "run.log").read_text()
 
 
 def test_chunk_slices_cover_the_rows_in_order():

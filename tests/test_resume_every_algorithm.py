@@ -9,6 +9,7 @@ from fedcluster.runner import run
 
 from conftest import CONF, make_cfg
 from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture
+from test_chunked_rounds import chunked_metrics_match
 
 ALGORITHMS = sorted(f.stem for f in (CONF / "algorithm").glob("*.yaml"))
 
@@ -17,7 +18,7 @@ class Died(Exception):
     pass
 
 
-def _config(algorithm, root):
+def resume_config(algorithm, root):
     cfg = shrink(make_cfg(CONTEXT["algorithm"] + [f"algorithm={algorithm}"]), root)
     cfg.rounds, cfg.checkpoint_every, cfg.eval_every = 2, 1, 1
     return cfg
@@ -25,7 +26,7 @@ def _config(algorithm, root):
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_resumes_to_the_uninterrupted_metrics(algorithm, data_root, tmp_path, monkeypatch):
-    run(_config(algorithm, data_root), tmp_path / "straight")
+    run(resume_config(algorithm, data_root), tmp_path / "straight")
     original = runner.client_chunks
 
     def dies_in_round_2(t, *args, **kwargs):
@@ -35,9 +36,10 @@ def test_every_algorithm_resumes_to_the_uninterrupted_metrics(algorithm, data_ro
 
     monkeypatch.setattr(runner, "client_chunks", dies_in_round_2)
     with pytest.raises(Died):
-        run(_config(algorithm, data_root), tmp_path / "resumed")
+        run(resume_config(algorithm, data_root), tmp_path / "resumed")
     monkeypatch.setattr(runner, "client_chunks", original)
     assert (tmp_path / "resumed" / "checkpoint.pt").exists()
-    summary = run(_config(algorithm, data_root), tmp_path / "resumed")
+    summary = run(resume_config(algorithm, data_root), tmp_path / "resumed")
     assert summary["status"] == "complete"
     assert (tmp_path / "resumed" / "metrics.csv").read_bytes() == (tmp_path / "straight" / "metrics.csv").read_bytes()
+    chunked_metrics_match(algorithm, data_root, tmp_path / "straight", tmp_path)   # issue 56: the same in chunks of 3 rows
