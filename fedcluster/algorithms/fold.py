@@ -5,8 +5,9 @@ rows and the server's models, not for every client's (Build: bounded memory).
 An algorithm whose aggregation is a sum over its clients' rows says so with `fold(t, plan, fed)`
 (algorithms/base.py), returning one of these; `finish()` then does what its `aggregate` did
 with the sums. One whose aggregation needs every update at once (CFL's pairwise similarities,
-FlexCFL's and PACFL's groupings, FedPAC's head weights) returns None, and the runner gathers the
-trained rows, one copy per row, and calls `aggregate`.
+FlexCFL's grouping, FedPAC's head weights) returns None, and the runner gathers the
+trained rows, one copy per row, and calls `aggregate`. PACFL's grouping is made in its plan, so its
+aggregation (the clustered means) folds.
 
 With one chunk each fold computes exactly what `aggregate` computes (same operations, same
 order), so the bytes of a run do not change; with several, the sum of a group's rows is the sum
