@@ -29,10 +29,9 @@ def functional_steps(opt, params, state, grads, rows):
     return params, state
 
 
-@pytest.mark.parametrize("rows", [[0, 1, 2], [0, 2]])
-@pytest.mark.parametrize("momentum,weight_decay", [(0.0, 0.0), (0.9, 0.0), (0.0, 0.01), (0.9, 0.01)])
-def test_in_place_step_gives_the_functional_bits(rows, momentum, weight_decay):
-    opt = SGD(0.1, momentum=momentum, weight_decay=weight_decay)
+def in_place_and_functional(opt, rows):
+    """Three steps of `opt` on rows `rows` through step_rows (in place where it can), and the reference's
+    result: (params, state, the reference's params, its state)."""
     params = stacked(0)
     state = opt.init(params)
     grads = [{k: v[rows] for k, v in stacked(s).items()} for s in (1, 2, 3)]
@@ -40,6 +39,14 @@ def test_in_place_step_gives_the_functional_bits(rows, momentum, weight_decay):
     index = torch.tensor(rows)
     for g in grads:
         step_rows(opt, params, {k: v.clone() for k, v in g.items()}, state, index, all_rows=len(rows) == 3)
+    return params, state, want_p, want_s
+
+
+@pytest.mark.parametrize("rows", [[0, 1, 2], [0, 2]])
+@pytest.mark.parametrize("momentum,weight_decay", [(0.0, 0.0), (0.9, 0.0), (0.0, 0.01), (0.9, 0.01)])
+def test_in_place_step_gives_the_functional_bits(rows, momentum, weight_decay):
+    opt = SGD(0.1, momentum=momentum, weight_decay=weight_decay)
+    params, state, want_p, want_s = in_place_and_functional(opt, rows)
     for k in params:
         assert torch.equal(params[k], want_p[k])
         assert torch.equal(state["buf"][k], want_s["buf"][k])
@@ -52,13 +59,7 @@ def test_in_place_step_gives_the_functional_bits(rows, momentum, weight_decay):
 def test_adams_in_place_step_gives_the_functional_bits(rows, weight_decay):
     """Issue 56: Adam steps in place (no new parameters and moments per step), to the functional step's bits."""
     opt = Adam(0.01, weight_decay=weight_decay)
-    params = stacked(0)
-    state = opt.init(params)
-    grads = [{k: v[rows] for k, v in stacked(s).items()} for s in (1, 2, 3)]
-    want_p, want_s = functional_steps(opt, params, state, grads, rows)
-    index = torch.tensor(rows)
-    for g in grads:
-        step_rows(opt, params, {k: v.clone() for k, v in g.items()}, state, index, all_rows=len(rows) == 3)
+    params, state, want_p, want_s = in_place_and_functional(opt, rows)
     for k in params:
         assert torch.equal(params[k], want_p[k])
         assert torch.equal(state["m"][k], want_s["m"][k]) and torch.equal(state["v"][k], want_s["v"][k])
