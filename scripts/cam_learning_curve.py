@@ -33,8 +33,7 @@ def accuracy(model, x, y, chunk=2000) -> float:
 
 def curve(lr: float, checkpoints, batch: int, momentum: float, init: str, seed: int, model: str = "lenet"):
     source = ImageSource(name="fashion_mnist", distributions=[{"rotation": 0}], seed=seed)
-    tx, ty = source.pool("train")
-    vx, vy = source.pool("test")
+    (tx, ty), (vx, vy) = ((source.decode(x), y) for x, y in (source.pool("train"), source.pool("test")))
     torch.manual_seed(seed)
     name, model = model, MODELS[model](tuple(source.in_shape), source.num_classes, init=init)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)

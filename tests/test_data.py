@@ -61,7 +61,8 @@ def test_rotation_distributions_are_exact_and_disjoint(tmp_path):
     imgs, _ = src.sample("train", 1, 10, g)
     g = torch.Generator().manual_seed(0)
     pick = torch.randperm(len(x1), generator=g)[:10]
-    assert torch.equal(imgs, torch.rot90(x1[pick].float() / 255, 1, dims=(-2, -1)))
+    assert imgs.dtype == torch.uint8   # stored compactly; the models see src.decode of them
+    assert torch.equal(src.decode(imgs), torch.rot90(x1[pick].float() / 255, 1, dims=(-2, -1)))
 
 
 def test_cifar10_reader(tmp_path):
@@ -128,15 +129,16 @@ def test_normalize_standardises_each_channel_by_the_training_pool(tmp_path):
     write_mnist_like(tmp_path / "FashionMNIST" / "raw", n_train=300, n_test=60)
     plain = ImageSource("fashion_mnist", [{"rotation": 0}], root=str(tmp_path))
     norm = ImageSource("fashion_mnist", [{"rotation": 0}], root=str(tmp_path), normalize=True)
-    x, y = plain.pool("train")
-    z, y2 = norm.pool("train")
+    inputs = lambda src, split: src.decode(src.pool(split)[0])   # the floats the models see
+    x, y = inputs(plain, "train"), plain.pool("train")[1]
+    z, y2 = inputs(norm, "train"), norm.pool("train")[1]
     assert torch.equal(y, y2)
     mean, std = x.mean(), x.std(unbiased=False)
     assert torch.allclose(norm.channel_mean.flatten(), mean.reshape(1), atol=1e-5)
     assert torch.allclose(z, (x - mean) / std, atol=1e-4)
     assert abs(float(z.mean())) < 1e-4 and abs(float(z.std(unbiased=False)) - 1) < 1e-3
-    t, _ = norm.pool("test")   # test images with the TRAINING pool's statistics
-    assert torch.allclose(t, (plain.pool("test")[0] - mean) / std, atol=1e-4)
+    t = inputs(norm, "test")   # test images with the TRAINING pool's statistics
+    assert torch.allclose(t, (inputs(plain, "test") - mean) / std, atol=1e-4)
     assert plain.channel_mean is None   # off by default
 
 

@@ -75,7 +75,7 @@ def test_letter_distributions_rotate_each_case(tmp_path):
     for d, k in ((0, 0), (2, 1), (4, 2), (6, 3)):
         x, y = src._pools["train"][d]
         assert y.max() < 26
-        torch.testing.assert_close(src._images(x[:3], d), torch.rot90(x[:3].float() / 255, k, dims=(-2, -1)))
+        torch.testing.assert_close(src.decode(src._stored(x[:3], d)), torch.rot90(x[:3].float() / 255, k, dims=(-2, -1)))
     # lower and upper case of one rotation come from disjoint images
     lo, up = src._pools["train"][0][0], src._pools["train"][1][0]
     assert not any(torch.equal(a, b) for a in lo[:20] for b in up[:20])

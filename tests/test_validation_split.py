@@ -31,7 +31,7 @@ def test_validation_is_carved_from_each_clients_training_data():
         assert int(data.validation.n[k]) == int(0.1 * n) and int(data.train.n[k]) == n - int(0.1 * n)
         val, train = _rows(data.validation, k), _rows(data.train, k)
         assert not val & train and val | train == _rows(whole.train, k)   # a split of the same samples
-    torch.testing.assert_close(data.local_test.x, whole.local_test.x)     # test data untouched
+    torch.testing.assert_close(data.local_test.x[:], whole.local_test.x[:])     # test data untouched
 
 
 def test_runs_report_validation_metrics_and_objective_must_be_validation(tmp_path):

@@ -1,16 +1,19 @@
-"""Client data as padded, stacked tensors that stay resident on the device."""
+"""Client data that stays resident on the device: each split's samples stored compactly
+(data/samples.py ClientSamples, read like a padded [N, Nmax, ...] tensor), labels padded."""
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 import torch
 
 from ..rng import generator
+from .samples import ClientSamples
 
 
 @dataclass
 class ClientSplit:
-    """Samples of all clients, padded to the largest client: row k holds client k's n[k] samples."""
-    x: torch.Tensor        # [N, Nmax, *in_shape]
+    """Samples of all clients: row k holds client k's n[k] samples; x is stored unpadded in the
+    source's dtype and read as a padded [N, Nmax, *in_shape] tensor of inputs."""
+    x: ClientSamples       # [N, Nmax, *in_shape] when read
     y: torch.Tensor        # [N, Nmax]
     source: torch.Tensor   # [N, Nmax] distribution of each sample (-1 = padding)
     n: torch.Tensor        # [N]
@@ -77,15 +80,16 @@ class FederatedData:
                              None if self.validation is None else self.validation.to(device, dtype))
 
 
-def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], in_shape) -> ClientSplit:
+def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], decode=None) -> ClientSplit:
+    """One split of every client: the samples back to back as stored (`decode` makes inputs of them),
+    the labels and source ids padded to the largest client (source -1 at padding)."""
     n = torch.tensor([len(y) for _, y, _ in per_client])
     width = max(int(n.max()), 1)
-    x = torch.zeros(len(per_client), width, *in_shape)
     y = torch.zeros(len(per_client), width, dtype=per_client[0][1].dtype)
     src = torch.full((len(per_client), width), -1, dtype=torch.long)
-    for k, (xk, yk, sk) in enumerate(per_client):
-        x[k, : len(yk)], y[k, : len(yk)], src[k, : len(yk)] = xk, yk, sk
-    return ClientSplit(x, y, src, n)
+    for k, (_, yk, sk) in enumerate(per_client):
+        y[k, : len(yk)], src[k, : len(yk)] = yk, sk
+    return ClientSplit(ClientSamples.of_clients([xk for xk, _, _ in per_client], decode), y, src, n)
 
 
 def federate(source, partition, seed: int, fits=None) -> FederatedData:
@@ -111,7 +115,8 @@ def federate(source, partition, seed: int, fits=None) -> FederatedData:
             y = torch.cat([pools[p][1][idx] for p, idx in pieces])
             src = torch.cat([torch.full((len(idx),), p[1], dtype=torch.long) for p, idx in pieces])
         else:
-            x, y, src = torch.zeros(0, *source.in_shape), torch.zeros(0), torch.zeros(0, dtype=torch.long)
+            stored = next(iter(pools.values()))[0]
+            x, y, src = stored.new_zeros(0, *stored.shape[1:]), torch.zeros(0), torch.zeros(0, dtype=torch.long)
         if alloc.quarter_turns is not None and int(alloc.quarter_turns[k]) % 4:
             x = torch.rot90(x, int(alloc.quarter_turns[k]), dims=(-2, -1))   # feature skew
         if alloc.label_map is not None:
@@ -122,11 +127,13 @@ def federate(source, partition, seed: int, fits=None) -> FederatedData:
         return x, y, src
 
     S = len(source.distribution_names)
-    source_test = [source.sample("test", s, None, generator(seed, "draw-test", s)) for s in range(S)] \
-        if alloc.distribution_tests else []
+    decode = getattr(source, "decode", None)
+    inputs = (lambda x: decode(x)) if decode is not None else (lambda x: x)
+    source_test = [(inputs(x), y) for x, y in (source.sample("test", s, None, generator(seed, "draw-test", s))
+                                               for s in range(S))] if alloc.distribution_tests else []
     return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),
-                         _stack([client(p, k, "order-train") for k, p in enumerate(alloc.train)], source.in_shape),
-                         _stack([client(p, k, "order-test") for k, p in enumerate(alloc.local_test)], source.in_shape),
+                         _stack([client(p, k, "order-train") for k, p in enumerate(alloc.train)], decode),
+                         _stack([client(p, k, "order-test") for k, p in enumerate(alloc.local_test)], decode),
                          source_test, alloc.mixture, alloc.truth)
 
 
@@ -174,7 +181,7 @@ def carve_validation(data: FederatedData, fraction: float, seed: int) -> Federat
         n = int(tr.n[k])
         v = min(int(fraction * n), max(n - 1, 0))
         order = torch.randperm(n, generator=generator(seed, "validation", k))
-        rows = (tr.x[k], tr.y[k], tr.source[k])
+        rows = (tr.x.stored(k), tr.y[k, :n], tr.source[k, :n])
         held.append(tuple(a[order[:v]] for a in rows))
         keep.append(tuple(a[torch.sort(order[v:]).values] for a in rows))
-    return replace(data, train=_stack(keep, data.in_shape), validation=_stack(held, data.in_shape))
+    return replace(data, train=_stack(keep, tr.x.decode), validation=_stack(held, tr.x.decode))

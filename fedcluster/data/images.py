@@ -14,6 +14,7 @@ from ..rng import generator
 from ..settings import AtLeast
 from .augment import CropFlip
 from .readers import READERS
+from .samples import ImageDecode
 
 # Label ranges of EMNIST 'byclass': 0-9 digits, 10-35 upper case, 36-61 lower case.
 SUBSETS: Dict[str, Dict[str, range]] = {
@@ -128,6 +129,7 @@ class ImageSource:
         self.in_shape = tuple(tx.shape[1:])
         self.normalize = bool(normalize)
         self.channel_mean, self.channel_std = channel_stats(tx) if self.normalize else (None, None)
+        self.decode = ImageDecode(self.channel_mean, self.channel_std)   # stored uint8 -> model inputs
         self._pools = {"train": self._shards(tx, ty, name, seed, "train"),
                        "test": self._shards(vx, vy, name, seed, "test")}
         labels = set()
@@ -155,13 +157,11 @@ class ImageSource:
                 pools[member] = (x[idx[part]], labels[part])
         return pools
 
-    def _images(self, x: torch.Tensor, distribution: int) -> torch.Tensor:
-        """uint8 images -> floats in [0, 1], rotated by the distribution's angle (counter-clockwise)."""
-        images = x.float() / 255.0
-        if self.normalize:
-            images = (images - self.channel_mean) / self.channel_std
+    def _stored(self, x: torch.Tensor, distribution: int) -> torch.Tensor:
+        """uint8 images rotated by the distribution's angle (counter-clockwise; exact on pixels).
+        They stay uint8 until a batch is read: `self.decode` (data/samples.py) makes the floats."""
         k = self.specs[distribution]["rotation"] // 90
-        return torch.rot90(images, k, dims=(-2, -1)) if k else images
+        return torch.rot90(x, k, dims=(-2, -1)) if k else x
 
     def pool(self, split: str, distribution: int = 0):
         """Every image of `split` in one distribution (a random train_size / test_size of them
@@ -171,7 +171,7 @@ class ImageSource:
         if limit is not None and limit < len(y):
             keep = torch.randperm(len(y), generator=generator(self.seed, f"subsample-{split}"))[:limit]
             x, y = x[keep], y[keep]
-        return self._images(x, distribution), y
+        return self._stored(x, distribution), y
 
     def sample(self, split, distribution, n, g):
         x, y = self._pools[split][distribution]
@@ -182,4 +182,4 @@ class ImageSource:
                 f"distribution {self.distribution_names[distribution]} has {len(y)} {split} images but the "
                 f"partition asks for {n}; lower partition.num_clients or the per-client sample sizes")
         pick = torch.randperm(len(y), generator=g)[:n]
-        return self._images(x[pick], distribution), y[pick]
+        return self._stored(x[pick], distribution), y[pick]

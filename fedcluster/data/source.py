@@ -9,6 +9,8 @@ class Source(Protocol):
     num_classes: int               # 0 for regression
     in_shape: Tuple[int, ...]
     distribution_names: List[str]
+    # Optional `decode`: a callable that makes model inputs (floats) of the stored samples `sample`
+    # returns (ImageSource: uint8 pixels, data/samples.py ImageDecode); without it the samples are the inputs.
 
     def sample(self, split: str, distribution: int, n: int, g: torch.Generator) -> Tuple[torch.Tensor, torch.Tensor]:
         """n samples of `distribution` from `split` ('train' or 'test'). Called once per

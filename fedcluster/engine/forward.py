@@ -8,8 +8,8 @@ cache between layers; scripts/benchmark.py); on a GPU it is large, to fill the d
 chunk loop is outside the model loop, so one chunk of inputs serves every model while it is
 in cache. Nothing here reads a value back to the host.
 
-Client data is padded to the largest client; these functions run the models on the real
-samples only (padding positions come back as zeros, or +inf for losses), so a skewed
+Client data is read as padded to the largest client (stored unpadded: data/samples.py); these
+functions run the models on the real samples only (padding positions come back as zeros, or +inf for losses), so a skewed
 partition with one large client costs no more than its real sample count."""
 import functools
 import math
@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import torch
 from torch.func import functional_call, vmap
 
+from ..data.samples import ClientSamples
 from ..models.rows import count_rows, row_of, take_rows
 from ..models.stacked import Stack
 from .losses import per_sample_loss
@@ -123,10 +124,16 @@ def outputs_on_shared(model, params: Stack, x: torch.Tensor) -> torch.Tensor:
     return map_shared(model, params, x, lambda out, s: out)
 
 
+def real_inputs(x, mask: torch.Tensor):
+    """The inputs at `mask` of client data x: decoded chunk by chunk as they are read where x is
+    stored compactly (data/samples.py), else x[mask]."""
+    return x.real(mask) if isinstance(x, ClientSamples) else x[mask]
+
+
 def outputs_on_clients(model, params: Stack, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Every model [K] on every client's real samples (x [N, Nmax, ...], mask [N, Nmax]):
     [K, N, Nmax, ...], zeros at padding."""
-    flat = outputs_on_shared(model, params, x[mask])                  # [K, total, ...]
+    flat = outputs_on_shared(model, params, real_inputs(x, mask))     # [K, total, ...]
     out = flat.new_zeros(flat.shape[0], *mask.shape, *flat.shape[2:])
     out[:, mask] = flat
     return out
@@ -184,7 +191,7 @@ def losses_on_clients(model, task: str, params: Stack, x: torch.Tensor, y: torch
             out = out + flat_offsets[s]
         return per_sample_loss(task, out, flat_y[s])
 
-    flat = map_shared(model, params, x[mask], loss)                    # [K, total]
+    flat = map_shared(model, params, real_inputs(x, mask), loss)       # [K, total]
     losses = torch.full((flat.shape[0], *mask.shape), math.inf, dtype=flat.dtype, device=flat.device)
     losses[:, mask] = flat
     return losses
