@@ -236,7 +236,8 @@ def build(cfg: DictConfig):
         check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
                    hw.torch_device, keys=keys, fixed=held,
                    rows=1 if hw.chunk == "auto" else min(hw.chunk, algorithm.training_rows(num_clients)),
-                   row_activation_bytes=batch * per_sample * element_size, element_size=element_size)
+                   row_activation_bytes=batch * per_sample * element_size, element_size=element_size,
+                   value_bytes=getattr(source, "value_bytes", 4))
 
     data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)

@@ -98,3 +98,21 @@ def test_keep_rows_refuses_a_client_twice():
 def test_a_bad_chunk_is_one_line_naming_it(bad):
     with pytest.raises(ConfigError, match=r"hardware.chunk=.*'auto' or a whole number >= 1"):
         Hardware(chunk=bad)
+
+
+def test_personal_models_read_only_through_chunks_are_declared_host_state():
+    """Issue 56, per-client state off the compute device: the algorithms whose personal models are read
+    only through a round's chunks and the chunked scoring keep them in host memory (`host_state`, put
+    back there after a checkpoint is read onto the device); every host_state is checkpointed state."""
+    import fedcluster.algorithms as algorithms
+    from fedcluster.algorithms.fedsoft import FedSoft
+    from fedcluster.algorithms.local import LocalOnly
+    every = [c for c in (getattr(algorithms, name) for name in algorithms.__all__)
+             if isinstance(c, type) and issubclass(c, algorithms.Algorithm)]
+    assert len(every) > 15
+    for cls in every:
+        assert set(cls.host_state) <= set(cls.state), cls
+    assert LocalOnly.host_state == ("local",) and FedSoft.host_state == ("local",)
+    alg = LocalOnly()
+    alg.load_state_dict({"local": {"w": torch.ones(3, 2)}})
+    assert alg.local["w"].device.type == "cpu" and torch.equal(alg.local["w"], torch.ones(3, 2))

@@ -14,7 +14,7 @@ import torch
 from ..engine.forward import outputs_paired
 from ..engine.terms import Term, concat_terms
 from ..models.rows import Rows, cat_rows
-from ..models.stacked import Stack
+from ..models.stacked import HOST, Stack, on_device
 from .federation import Federation
 from .fold import Fold
 
@@ -82,6 +82,7 @@ class Algorithm:
     # resumed run restores them after `setup`, so everything else must follow from the config
     # and the data. Declared by each class; tests/test_algorithm_state.py finds undeclared ones.
     state: Tuple[str, ...] = ()
+    host_state: Tuple[str, ...] = ()   # of `state`: per-client Stacks kept in host memory (components.personal_models)
 
     def training_rows(self, num_clients: int) -> int:
         """How many models one round trains at once (the rows of its batched training job), for
@@ -168,8 +169,8 @@ class Algorithm:
 
     def load_state_dict(self, state: dict) -> None:
         for k in self.state:
-            if k in state:
-                setattr(self, k, state[k])
+            if k in state:   # a checkpoint is read onto the compute device; host-kept state goes back
+                setattr(self, k, on_device(state[k], HOST) if k in self.host_state else state[k])
 
 
 def weighted_mean_rows(stack: Stack, index: torch.Tensor, weights: torch.Tensor) -> Stack:

@@ -9,7 +9,7 @@
 import torch
 
 from ..models.rows import Rows, rows_of
-from ..models.stacked import Stack, repeat
+from ..models.stacked import HOST, Stack, on_device, repeat
 from .base import weighted_mean_rows
 from .fold import WeightedMeans
 
@@ -24,17 +24,23 @@ def for_clients(model: Stack, clients: torch.Tensor) -> Rows:
     return rows_of(model, torch.zeros_like(clients))
 
 
-def personal_models(fed, start: Stack = None) -> Stack:
+def personal_models(fed, start: Stack = None, on_host: bool = False) -> Stack:
     """[N] personal models, every client starting from the same model: `start` (one row), else a
-    fresh initialisation from the run's "clients" stream."""
-    return copies(fed.init_models(1, "clients") if start is None else start, fed.num_clients,
-                  None if start is None else fed.device)
+    fresh initialisation from the run's "clients" stream. `on_host`: kept in host memory (an
+    algorithm that reads them only through the round's chunks and scoring, which bring each
+    chunk's rows to the compute device: issue 56, per-client state off the GPU); on a CPU run the
+    host is the compute device, so nothing changes there."""
+    one = fed.init_models(1, "clients") if start is None else start
+    device = HOST if on_host else (None if start is None else fed.device)
+    if on_host:
+        one = on_device(one, HOST)
+    return copies(one, fed.num_clients, device)
 
 
 def keep_trained(models: Stack, clients: torch.Tensor, trained: Stack) -> None:
-    """Personal models: the trained rows replace those of `clients`, in place."""
+    """Personal models: the trained rows replace those of `clients`, in place (wherever the models are kept)."""
     for k in trained:
-        models[k][clients] = trained[k]
+        models[k][clients.to(models[k].device)] = trained[k].to(models[k].device)
 
 
 def sample_weighted_mean(trained: Stack, clients: torch.Tensor, fed) -> Stack:

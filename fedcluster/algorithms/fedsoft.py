@@ -5,6 +5,7 @@ import torch
 
 from ..errors import ConfigError
 from ..models.rows import rows_of
+from ..models.stacked import on_device
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Between
 from .base import Algorithm, Federation, RoundPlan
@@ -44,6 +45,7 @@ class FedSoft(Algorithm):
       true: `selection_size` independent draws, as the appendix's sampling reads, so a client
       with a large v_sk can count several times in c_s and few wrong-group clients get in."""
     state = ("centers", "local", "u", "selection")
+    host_state = ("local",)
     name = "fedsoft"
 
     def training_rows(self, num_clients: int) -> int:
@@ -70,7 +72,7 @@ class FedSoft(Algorithm):
                               f"number of clients ({fed.num_clients})")
         self.centers = fed.init_models(self.num_clusters, "centers")
         # The authors build one initial client model and copy it to every client.
-        self.local = personal_models(fed)
+        self.local = personal_models(fed, on_host=True)   # w_k: in host memory, a chunk at a time on the device
         self.u = torch.full((fed.num_clients, self.num_clusters), 1.0 / self.num_clusters,
                             dtype=torch.float64, device=fed.device)
         self.selection = torch.zeros(self.num_clusters, self.selection_size, dtype=torch.long)
@@ -96,7 +98,9 @@ class FedSoft(Algorithm):
 
     def average_selections(self) -> None:
         """Alg. 1 line 18: c_s = (1/K) sum_{k in Sel_s} w_k."""
-        self.centers = {k: v[self.selection.to(v.device)].mean(1) for k, v in self.local.items()}
+        centers = {k: v[self.selection.to(v.device)].mean(1) for k, v in self.local.items()}
+        before = getattr(self, "centers", None)   # on the compute device (setup), where w_k may be on the host
+        self.centers = centers if before is None else on_device(centers, next(iter(before.values())).device)
 
     def cluster_models(self):
         return self.centers

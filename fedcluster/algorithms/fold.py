@@ -89,8 +89,8 @@ class KeepRows(Fold):
 
     def add(self, rows, trained):
         index = self.clients[rows]
-        for k in trained:
-            self.models[k][index] = trained[k]
+        for k in trained:   # the models may be kept in host memory, the chunk trained on the GPU
+            self.models[k][index.to(self.models[k].device)] = trained[k].to(self.models[k].device)
 
     def finish(self):
         self.done()

@@ -11,12 +11,13 @@ class LocalOnly(Algorithm):
     """Each client keeps its own model (and optimizer state) and trains it every round on its
     own data. All clients start from the same initial model. No cluster models."""
     state = ("local",)
+    host_state = ("local",)
     name = "local"
     keep_client_state = True
     num_clusters = 0
 
     def setup(self, fed):
-        self.local = personal_models(fed)
+        self.local = personal_models(fed, on_host=True)   # in host memory, a chunk at a time on the device
 
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)

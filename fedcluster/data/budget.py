@@ -1,7 +1,9 @@
 """Refuse a run whose client data and per-client models cannot fit, before building them.
 
 The estimate counts every client's training and local-test samples padded to the largest
-client (float32 inputs, plus an 8-byte label and an 8-byte source id per sample) twice, since
+client (inputs of `value_bytes` per value as stored: 1 for uint8 images, 4 for float32 inputs, plus
+an 8-byte label and an 8-byte source id per sample; an upper bound since the inputs are stored unpadded,
+data/samples.py) twice, since
 the data is built from per-client pieces and then stacked (both exist at the peak), about
 2 KiB of Python objects per client while building, and the training state of the models one
 round trains at once (its rows, `Algorithm.training_rows`: a client's cluster model and h for
@@ -82,8 +84,8 @@ def rows_per_chunk(setting, rows: int, num_params: int, optimizer: str, device: 
     return max(1, min(rows, budget // max(per_row, 1)))
 
 
-def data_bytes(num_clients: int, train_width: int, test_width: int, sample_numel: int) -> int:
-    per_sample = 4 * sample_numel + BYTES_PER_SAMPLE_META
+def data_bytes(num_clients: int, train_width: int, test_width: int, sample_numel: int, value_bytes: int = 4) -> int:
+    per_sample = value_bytes * sample_numel + BYTES_PER_SAMPLE_META
     return BUILD_COPIES * num_clients * (train_width + test_width) * per_sample + num_clients * BYTES_PER_CLIENT_BUILD
 
 
@@ -94,7 +96,8 @@ def model_bytes(rows: int, num_params: int, row_activation_bytes: int = 0, eleme
 
 
 def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int, limit: int,
-          keys: Dict[str, Optional[str]], fixed: Dict[str, int], row: int = 0, element_size: int = 4) -> str:
+          keys: Dict[str, Optional[str]], fixed: Dict[str, int], row: int = 0, element_size: int = 4,
+          value_bytes: int = 4) -> str:
     """The setting that makes the run too large, as `key=value` text: the size of one sample or
     of the model when a single client with a single sample does not fit (dataset.dim,
     model=...); else the source's own buffers (e.g. dataset.test_size) when they alone exceed
@@ -103,7 +106,7 @@ def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int
     # which is too large, a sample or the model: one sample's data against one model's parameters
     # and two optimizer moments (not the whole training state, which would blame the model for
     # a linear model on huge inputs, whose size the inputs set)
-    data_part, model_part = data_bytes(1, 1, 1, sample_numel), 3 * num_params * element_size
+    data_part, model_part = data_bytes(1, 1, 1, sample_numel, value_bytes), 3 * num_params * element_size
     if data_part + model_part > limit:
         if model_part > data_part and keys.get("model"):
             return keys["model"]
@@ -112,7 +115,7 @@ def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int
         if size > limit:
             return key
     base = sum(fixed.values())
-    if base + data_bytes(1, train_width, test_width, sample_numel) + model_bytes(1, num_params, row, element_size) > limit \
+    if base + data_bytes(1, train_width, test_width, sample_numel, value_bytes) + model_bytes(1, num_params, row, element_size) > limit \
             and keys.get("samples"):
         return keys["samples"]
     return keys["clients"]
@@ -121,18 +124,18 @@ def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int
 def check_fits(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int,
                device: torch.device, what: Optional[str] = None, keys: Optional[Dict[str, Optional[str]]] = None,
                fixed: Optional[Dict[str, int]] = None, rows: Optional[int] = None, row_activation_bytes: int = 0,
-               element_size: int = 4) -> None:
+               element_size: int = 4, value_bytes: int = 4) -> None:
     """ConfigError with the estimate and the limit when the run cannot fit in memory. The
     message starts with `what`, or else with the key(s) that drive the size (`blame`): `keys`
     maps "clients", "samples", "dim", "model" to their `key=value` text; `fixed` maps a key to
     bytes the data source holds besides the clients' data (e.g. its test sets). `rows`: models
     trained at once (default: one per client); `row_activation_bytes`: one batch's layer
-    outputs for one of them."""
+    outputs for one of them; `value_bytes`: bytes per input value as the source stores it."""
     limit = available_bytes(device)
     if limit is None:
         return
     fixed = dict(fixed or {})
-    data = data_bytes(num_clients, train_width, test_width, sample_numel)
+    data = data_bytes(num_clients, train_width, test_width, sample_numel, value_bytes)
     rows = num_clients if rows is None else rows
     models = model_bytes(rows, num_params, row_activation_bytes, element_size)
     held = sum(fixed.values())
@@ -142,7 +145,7 @@ def check_fits(num_clients: int, train_width: int, test_width: int, sample_numel
         if what is None:
             what = blame(num_clients, train_width, test_width, sample_numel, num_params, limit,
                          {"clients": f"partition.num_clients={num_clients}", **(keys or {})}, fixed,
-                         row_activation_bytes, element_size)
+                         row_activation_bytes, element_size, value_bytes)
             advice = ("use a smaller model or smaller inputs" if what.startswith("model=")
                       else f"lower {what.split('=')[0]}")
         source = f", {held / GiB:.1f} GiB of the data set's own test sets and parameters" if held >= GiB / 10 else ""

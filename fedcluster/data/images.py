@@ -107,6 +107,7 @@ def channel_stats(x: torch.Tensor):
 
 class ImageSource:
     task = "classification"
+    value_bytes = 1   # pixels are stored as uint8 until a batch is read (data/samples.py)
 
     def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
                  test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0,

@@ -13,6 +13,7 @@ from typing import Callable, Iterator, List, Optional, Tuple
 import torch
 
 from ..models.rows import Rows, count_rows, take_rows
+from ..models.stacked import on_device
 from ..rng import derived_seed, generator
 from .local import LocalJob, LocalResult
 from .optim import take_state
@@ -67,7 +68,7 @@ def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chu
                            for i, phase in enumerate(plan.phases)]
     fresh = isinstance(plan.start, Rows)   # its rows are read into new tensors: the job may train them in place
     for rows in chunk_slices(M, chunk):
-        start = take_rows(plan.start, rows)
+        start = on_device(take_rows(plan.start, rows), tr.x.device)   # rows kept on the host come to the device
         opt_state = state_of(rows) if state_of is not None else None
         if plan.local == "gradient":
             yield rows, trainer.gradients(LocalJob(tr.x, tr.y, clients[rows], start, {}, schedule_rows(schedule, rows),

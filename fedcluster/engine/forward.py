@@ -20,7 +20,7 @@ from torch.func import functional_call, vmap
 
 from ..data.samples import ClientSamples
 from ..models.rows import count_rows, row_of, take_rows
-from ..models.stacked import Stack
+from ..models.stacked import Stack, on_device
 from .losses import per_sample_loss
 from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, parallel_map, split_evenly
@@ -156,7 +156,7 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
             step = paired_chunk(model, x)
             parts = []
             for a in range(0, len(rows), step):
-                p = take_rows(params, slice(a, a + step))
+                p = on_device(take_rows(params, slice(a, a + step)), x.device)   # rows kept on the host
                 out = vmap(lambda p, xm: functional_call(model, p, (xm,), kwargs))(p, x[rows[a:a + step].to(x.device)])
                 parts.append(out[1] if features else out)
             return _normal(full_precision(torch.cat(parts)))
@@ -165,7 +165,7 @@ def outputs_paired(model, params: Stack, x: torch.Tensor, n: torch.Tensor, batch
 
         def client(m):
             client_row, n_m = int(rows[m]), sizes[m]
-            p = {f"net.{k}": v for k, v in row_of(params, m).items()}
+            p = {f"net.{k}": v.to(x.device) for k, v in row_of(params, m).items()}
             xs = x[client_row, :max(n_m, 1)]
             slices = [slice(i, min(i + step, len(xs))) for i in range(0, len(xs), step)]
             with torch.inference_mode(), autocast():

@@ -26,6 +26,15 @@ def init_stack(build: Callable[[], nn.Module], count: int, seed: int, device, dt
 
 
 
+HOST = torch.device("cpu")   # where per-client state that lives across rounds may be kept
+
+
+def on_device(stack: Stack, device) -> Stack:
+    """`stack` with every tensor on `device` (the same tensors where they are there already): rows of
+    per-client state kept in host memory, brought to the compute device for a chunk of a round."""
+    return {k: v.to(device) for k, v in stack.items()}
+
+
 def repeat(stack: Stack, index) -> Stack:
     """Rows `index` of `stack` (a LongTensor may repeat rows), as a new stack."""
     return {k: v[index].clone() for k, v in stack.items()}
