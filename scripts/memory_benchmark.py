@@ -102,7 +102,9 @@ def reference_round(cfg) -> dict:
 
 def data_bytes(fed) -> int:
     """The bytes of every client's training and test samples as stored (inputs, labels)."""
-    return sum(t.numel() * t.element_size() for split in (fed.data.train, fed.data.local_test) for t in (split.x, split.y))
+    from fedcluster.data.samples import ClientSamples
+    size = lambda t: t.nbytes if isinstance(t, ClientSamples) else t.numel() * t.element_size()   # inputs: as stored
+    return sum(size(t) for split in (fed.data.train, fed.data.local_test) for t in (split.x, split.y))
 
 
 def child(method: str, clients: int, steps: int, extra) -> None:
