@@ -39,7 +39,7 @@ from fedcluster.runner import run
 alg, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 run(make_cfg(["dataset=digits", "partition=random", f"partition.num_clients={{n}}", "partition.min_samples=10",
               "partition.max_samples=20", f"algorithm={{alg}}", "num_clusters=2", "model=mlp", "model.hidden=[1000,1000]",
-              "rounds=2", "train.epochs=1", "train.batch_size=16", "progress=false", "plots=false"]), out)
+              "rounds=2", "train.epochs=1", "train.batch_size=16", "progress=false", "plots=false", "hardware.chunk=64"]), out)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
@@ -54,7 +54,9 @@ def peak_bytes(tmp_path, algorithm, clients) -> int:
 @pytest.mark.parametrize("algorithm, rows_per_client", [("fedavg", 1), ("fesem_cam", 2)])
 def test_memory_per_trained_row_stays_above_what_the_check_counts(tmp_path, algorithm, rows_per_client):
     """Peak resident memory at 4 and 16 clients (an MLP of 1,076,010 parameters, so the models
-    dominate): its growth per client covers COPIES_PER_ROW parameter vectors per trained row.
+    dominate), the round in one chunk (hardware.chunk=64: every row held at once, as the check counts a chunk's
+    rows; `auto` would chunk past 512 MiB on a CPU): its growth per client covers COPIES_PER_ROW parameter
+    vectors per trained row.
     Measured 2026-11-26: 14.2 (FedAvg) and 15.5 (FeSEM-CAM) copies per row (16.7 and 15.8 before the runner
     stopped holding a round's trained rows while the next round trains); 2026-11-27, once plans started from
     Rows and a chunk's rows trained in place (issue 56): 6.4 (FedAvg), so COPIES_PER_ROW went to 5. If the engine ever
