@@ -1,11 +1,12 @@
 """Device and precision selection (conf/hardware/*.yaml)."""
 from dataclasses import dataclass
-from typing import Union
+from typing import Annotated, Union
 
 import torch
 
 from .engine.precision import set_precision
 from .errors import ConfigError
+from .settings import AtLeast, AutoOr, OneOf
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 CPU_PRECISIONS = ("fp32", "bf16")   # tf32 is TensorFloat-32 matrix units of NVIDIA GPUs
@@ -18,12 +19,12 @@ class Hardware:
     precision: str = "fp32"     # fp32 | tf32 | bf16 (fedcluster/engine/precision.py)
     # rows (a client training one model) a round trains at once before folding them into the aggregate:
     # "auto" sizes it from the memory available and the model (data/budget.py rows_per_chunk); a number sets it
-    chunk: Union[int, str] = "auto"
+    chunk: Annotated[Union[int, str], AutoOr(AtLeast(1))] = "auto"
 
     def __post_init__(self):
-        if self.chunk != "auto" and not (isinstance(self.chunk, int) and not isinstance(self.chunk, bool)
-                                         and self.chunk >= 1):
-            raise ConfigError(f"hardware.chunk={self.chunk!r} is not allowed; use 'auto' or a whole number >= 1")
+        chunk_problem = AutoOr(AtLeast(1)).problem("hardware.chunk", self.chunk)
+        if chunk_problem:
+            raise ConfigError(chunk_problem)
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"hardware.device={self.device!r} is not allowed; use 'cpu', 'cuda' or 'cuda:N'")
         if self.device.startswith("cuda") and not torch.cuda.is_available():

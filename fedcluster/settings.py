@@ -79,6 +79,22 @@ class OneOf(Rule):
         return "one of " + ", ".join(map(str, self.values))
 
 
+@dataclass(frozen=True)
+class AutoOr(Rule):
+    """"auto" (the program chooses) or a whole number that `rule` allows (hardware.chunk)."""
+    rule: Rule
+
+    def ok(self, value) -> bool:
+        return value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and self.rule.ok(value))
+
+    def problem(self, key, value):
+        return None if self.ok(value) else f"{key}={value!r} is not allowed; allowed: {self.text}"
+
+    @property
+    def text(self) -> str:
+        return f"'auto' or a whole number {self.rule.text}"
+
+
 def unwrap(annotation):
     """(the annotation without Annotated, its rules)."""
     if typing.get_origin(annotation) is typing.Annotated:

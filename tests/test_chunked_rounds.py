@@ -116,3 +116,12 @@ def test_personal_models_read_only_through_chunks_are_declared_host_state():
     alg = LocalOnly()
     alg.load_state_dict({"local": {"w": torch.ones(3, 2)}})
     assert alg.local["w"].device.type == "cpu" and torch.equal(alg.local["w"], torch.ones(3, 2))
+
+
+def test_show_names_what_a_chunk_allows():
+    """`fedcluster show hardware=cpu` lists the rule the check applies (declared once, on the setting)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "fedcluster", "show", "hardware=cpu"], capture_output=True, text=True)
+    line = next(l for l in out.stdout.splitlines() if l.strip().startswith("chunk "))
+    assert line.rstrip().endswith("'auto' or a whole number >= 1")
