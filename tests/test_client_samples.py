@@ -85,3 +85,25 @@ def test_a_built_image_run_stores_uint8_unpadded_and_trains_on_the_same_inputs(f
     assert tr.x.nbytes < int(tr.n.shape[0] * tr.x.shape[1]) * 28 * 28    # below even padded uint8 (alpha 0.1: uneven)
     k = int(torch.argmax(tr.n))
     assert torch.equal(tr.x[k, :3], tr.x.stored(k)[:3].float() / 255.0)
+
+
+def test_scoring_every_model_on_stored_samples_in_blocks_equals_the_padded_tensor(monkeypatch):
+    """forward.map_shared decodes stored samples a block of chunks at a time, once for every model; the losses
+    (whose per-sample labels are read by the chunk's global position) equal those on the decoded padded tensor,
+    bit for bit, with blocks far smaller than the data."""
+    from fedcluster.engine import forward
+    from fedcluster.models import LeNetCNN
+    from fedcluster.models.stacked import init_stack
+    g = torch.Generator().manual_seed(3)
+    pieces = [torch.randint(0, 256, (n, 1, 28, 28), dtype=torch.uint8, generator=g) for n in (40, 0, 75, 9)]
+    x = ClientSamples.of_clients(pieces, ImageDecode())
+    ref = padded_reference(pieces, ImageDecode())
+    mask = torch.arange(x.shape[1])[None, :] < torch.tensor([40, 0, 75, 9])[:, None]
+    y = torch.randint(0, 10, mask.shape, generator=g)
+    model_fn = lambda: LeNetCNN((1, 28, 28), 10)
+    params = init_stack(model_fn, 3, seed=1, device="cpu", dtype=torch.float32)
+    monkeypatch.setattr(forward, "DECODE_BLOCK_BYTES", 40 * 28 * 28 * 4)   # blocks of about one chunk: many blocks
+    monkeypatch.setattr(forward, "chunk_size", lambda model, x: 16)
+    got = forward.losses_on_clients(model_fn(), "classification", params, x, y, mask)
+    want = forward.losses_on_clients(model_fn(), "classification", params, ref, y, mask)
+    assert torch.equal(got, want)

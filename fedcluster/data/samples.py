@@ -20,9 +20,9 @@ class ImageDecode:
     std: Optional[torch.Tensor] = None
 
     def __call__(self, raw: torch.Tensor) -> torch.Tensor:
-        images = raw.float() / 255.0
+        images = raw.float().div_(255.0)   # in place on the new float tensor: one allocation per batch
         if self.mean is not None:
-            images = (images - self.mean) / self.std
+            images.sub_(self.mean).div_(self.std)
         return images
 
     def to(self, device) -> "ImageDecode":
@@ -40,6 +40,7 @@ class ClientSamples:
         self.storage = storage
         self.n = n.to(storage.device)
         self.start = torch.cumsum(self.n, 0) - self.n
+        self._sizes, self._starts = self.n.tolist(), self.start.tolist()   # host copies: one client's batch reads them
         self.width = max(int(n.max()), 1) if len(n) else 1
         self.decode = decode
         self.dtype = dtype if dtype is not None else (torch.float32 if decode is not None else storage.dtype)
@@ -106,6 +107,11 @@ class ClientSamples:
         if isinstance(key, tuple) and len(key) > 2:   # x[k, positions, c, h, w]: then within each sample
             out = self[key[:2]]
             return out[(slice(None),) * (out.ndim - len(self.storage.shape) + 1) + key[2:]]
+        if self.device.type == "cpu" and isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int) \
+                and torch.is_tensor(key[1]) and key[1].ndim == 1 and key[1].dtype != torch.bool:
+            k, positions = key   # one client's batch (a step of the looped engine): when every position is real,
+            if len(positions) == 0 or int(positions.max()) < self._sizes[k]:   # no padding to mask
+                return self._decoded(positions + self._starts[k]).reshape(len(positions), *self.storage.shape[1:])
         clients, positions = self._positions(key)
         real = positions < self.n[clients]
         index = torch.where(real, self.start[clients] + positions, 0)

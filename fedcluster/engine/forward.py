@@ -18,7 +18,7 @@ from typing import Callable, Optional
 import torch
 from torch.func import functional_call, vmap
 
-from ..data.samples import ClientSamples
+from ..data.samples import ClientSamples, RealSamples
 from ..models.rows import count_rows, row_of, take_rows
 from ..models.stacked import Stack, on_device
 from .losses import per_sample_loss
@@ -29,6 +29,7 @@ from .workers import cpu_workers, own_module, parallel_map, split_evenly
 # 5.5 us per sample and model at 2 MiB, 6.5-7.2 at 4-8 MiB, 14.2 at 16 MiB; scripts/microbench.py),
 # large on GPU.
 CHUNK_BUDGET = {"cpu": 2 * 2 ** 20, "cuda": 512 * 2 ** 20}
+DECODE_BLOCK_BYTES = 16 * 2 ** 20   # inputs decoded at once from compact storage by map_shared (all models read them)
 _ACTIVATION_BYTES = {}
 
 
@@ -103,16 +104,27 @@ class _Chunks(torch.nn.Module):
 def map_shared(model, params: Stack, x: torch.Tensor, fn: Callable[[torch.Tensor, slice], torch.Tensor]):
     """[M, N, ...]: fn(outputs of model m on x[s], s) for every model m in `params` and chunk s of x.
     The chunks are split into one contiguous run per CPU thread (engine/workers.py); each thread
-    runs every model over its run of chunks."""
+    runs every model over its run of chunks. Inputs stored compactly (data/samples.py RealSamples) are
+    decoded a block of chunks at a time (DECODE_BLOCK_BYTES of inputs), once for all the models."""
     M = next(iter(params.values())).shape[0]
     step = chunk_size(model, x)
     rows = [{f"net.{k}": v[m] for k, v in params.items()} for m in range(M)]
     slices = [slice(i, min(i + step, len(x))) for i in range(0, len(x), step)]
+    sample_bytes = max(1, x[0].numel() * x[0].element_size()) if len(x) else 1
+    per_block = max(1, DECODE_BLOCK_BYTES // (sample_bytes * step)) if isinstance(x, RealSamples) else len(slices)
 
     def run(part):
         chunks = _Chunks(own_module(model))
+        outs = []
         with torch.inference_mode(), autocast():
-            return torch.stack([functional_call(chunks, p, (x, part, fn)) for p in rows])
+            for b in range(0, len(part), per_block):
+                block = part[b:b + per_block]
+                a = block[0].start
+                xb = x[a:block[-1].stop]                    # a view of a tensor; decoded once for stored samples
+                local = [slice(s.start - a, s.stop - a) for s in block]
+                at = (lambda out, s, a=a: fn(out, slice(s.start + a, s.stop + a))) if a else fn
+                outs.append(torch.stack([functional_call(chunks, p, (xb, local, at)) for p in rows]))
+        return torch.cat(outs, dim=1) if len(outs) > 1 else outs[0]
 
     with torch.inference_mode(), cpu_workers(x.device) as workers:
         out = torch.cat(workers.map(run, split_evenly(slices, workers.count)), dim=1)
