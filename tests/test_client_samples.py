@@ -26,8 +26,9 @@ def every_read(x):
     idx = torch.randint(0, x.shape[1], (4, 6), generator=g)
     rows = torch.tensor([2, 0, 3, 1])
     mask = torch.arange(x.shape[1])[None, :] < torch.tensor([5, 0, 3, 7])[:, None]
+    has = torch.tensor([True, False, True, True])   # a mask of clients (evaluation's clients with samples)
     return [x[0, idx[0]], x[rows[:, None], idx], x[3, :7], x[2, :1], x[rows], x[1], x[0, 0],
-            x[mask], x[2, 1:3], x[3, :5, 1, 0, 0], x[:]]
+            x[mask], x[2, 1:3], x[3, :5, 1, 0, 0], x[:], x[has]]
 
 
 def test_every_read_equals_the_padded_decoded_tensor():

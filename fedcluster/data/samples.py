@@ -92,7 +92,9 @@ class ClientSamples:
     def _positions(self, key):
         """(clients, positions) index tensors broadcast to the result's leading shape."""
         if torch.is_tensor(key) and key.dtype == torch.bool:
-            return key.to(self.device).nonzero(as_tuple=True)
+            if key.ndim == 2:   # a [N, width] mask of samples
+                return key.to(self.device).nonzero(as_tuple=True)
+            key = key.to(self.device).nonzero().squeeze(1)   # a [N] mask of clients: their whole rows
         clients, positions = key if isinstance(key, tuple) else (key, slice(None))
         if isinstance(clients, slice):
             clients = torch.arange(len(self.n))[clients]
