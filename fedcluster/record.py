@@ -15,7 +15,7 @@ from typing import List, Optional
 import pandas as pd
 import torch
 
-from .engine.optim import put_state, state_on, take_state
+from .models.stacked import on_device, put_rows, take_at
 from .errors import ConfigError
 from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
 from .io import torch_bytes, write_bytes, write_csv
@@ -62,7 +62,7 @@ class RunRecord:
             return None
         if self.client_state is None:
             self.client_state = trainer.init_state(alg.local_models(fed))
-        return state_on(take_state(self.client_state, plan.clients[rows]), fed.device)   # kept where the models are
+        return on_device(take_at(self.client_state, plan.clients[rows]), fed.device)   # kept where the models are
 
     def state_of(self, plan, alg, trainer, fed):
         """`client_rows` of a plan's chunk of rows, for engine/clients.client_chunks (None: fresh state)."""
@@ -73,7 +73,7 @@ class RunRecord:
     def keep_client_rows(self, plan, alg, fed, result, rows: slice = slice(None)) -> None:
         """Store the trained rows' (rows `rows` of the plan) optimizer state back (algorithms that keep client state)."""
         if alg.keep_client_state and plan.local != "gradient":
-            put_state(self.client_state, plan.clients[rows], result.opt_state)
+            put_rows(self.client_state, plan.clients[rows], result.opt_state)
 
     @classmethod
     def resume(cls, out: Path, fingerprint: str, alg, watch, device, accepted=None) -> "RunRecord":

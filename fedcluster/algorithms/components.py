@@ -9,7 +9,7 @@
 import torch
 
 from ..models.rows import Rows, rows_of
-from ..models.stacked import HOST, Stack, on_device, repeat
+from ..models.stacked import HOST, Stack, on_device, put_rows, repeat
 from .base import weighted_mean_rows
 from .fold import WeightedMeans
 
@@ -39,8 +39,7 @@ def personal_models(fed, start: Stack = None, on_host: bool = False) -> Stack:
 
 def keep_trained(models: Stack, clients: torch.Tensor, trained: Stack) -> None:
     """Personal models: the trained rows replace those of `clients`, in place (wherever the models are kept)."""
-    for k in trained:
-        models[k][clients.to(models[k].device)] = trained[k].to(models[k].device)
+    put_rows(models, clients, trained)
 
 
 def sample_weighted_mean(trained: Stack, clients: torch.Tensor, fed) -> Stack:

@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
-from ..models.stacked import Stack
+from ..models.stacked import Stack, put_rows
 
 
 class Fold:
@@ -88,9 +88,7 @@ class KeepRows(Fold):
         self.models, self.clients, self.done = models, clients, done
 
     def add(self, rows, trained):
-        index = self.clients[rows]
-        for k in trained:   # the models may be kept in host memory, the chunk trained on the GPU
-            self.models[k][index.to(self.models[k].device)] = trained[k].to(self.models[k].device)
+        put_rows(self.models, self.clients[rows], trained)   # the models may be kept in host memory
 
     def finish(self):
         self.done()

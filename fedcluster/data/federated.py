@@ -128,7 +128,7 @@ def federate(source, partition, seed: int, fits=None) -> FederatedData:
 
     S = len(source.distribution_names)
     decode = getattr(source, "decode", None)
-    inputs = (lambda x: decode(x)) if decode is not None else (lambda x: x)
+    inputs = decode or (lambda x: x)
     source_test = [(inputs(x), y) for x, y in (source.sample("test", s, None, generator(seed, "draw-test", s))
                                                for s in range(S))] if alloc.distribution_tests else []
     return FederatedData(source.task, source.num_classes, tuple(source.in_shape), list(source.distribution_names),

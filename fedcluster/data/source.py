@@ -11,6 +11,7 @@ class Source(Protocol):
     distribution_names: List[str]
     # Optional `decode`: a callable that makes model inputs (floats) of the stored samples `sample`
     # returns (ImageSource: uint8 pixels, data/samples.py ImageDecode); without it the samples are the inputs.
+    # Optional `value_bytes`: bytes per stored input value, for the memory check (data/budget.py; default 4).
 
     def sample(self, split: str, distribution: int, n: int, g: torch.Generator) -> Tuple[torch.Tensor, torch.Tensor]:
         """n samples of `distribution` from `split` ('train' or 'test'). Called once per

@@ -162,32 +162,19 @@ class PartialUpdate:
         return {**params, **new_p}, merged
 
 
-def _on(index, state: torch.Tensor):
-    """An index (tensor or slice) usable on `state`'s device (per-client state may be kept on the host)."""
-    return index.to(state.device) if torch.is_tensor(index) else index
-
-
 def take_state(state, index):
     """Rows `index` of an optimizer state (nested dicts of stacked tensors)."""
     if isinstance(state, dict):
         return {k: take_state(v, index) for k, v in state.items()}
-    return state[_on(index, state)].clone()
-
-
-def state_on(state, device):
-    """An optimizer state (nested dicts of tensors) on `device`: a chunk's kept state brought from the host."""
-    if isinstance(state, dict):
-        return {k: state_on(v, device) for k, v in state.items()}
-    return state.to(device)
+    return state[index].clone()
 
 
 def put_state(state, index, rows):
     if isinstance(state, dict):
         for k in state:
-            put_state(state[k], index, rows[k]) if isinstance(state[k], dict) else \
-                state[k].__setitem__(_on(index, state[k]), rows[k].to(state[k].device))
+            put_state(state[k], index, rows[k]) if isinstance(state[k], dict) else state[k].__setitem__(index, rows[k])
     else:
-        state[_on(index, state)] = rows.to(state.device)
+        state[index] = rows
 
 
 def own_rows(params, state):

@@ -29,10 +29,31 @@ def init_stack(build: Callable[[], nn.Module], count: int, seed: int, device, dt
 HOST = torch.device("cpu")   # where per-client state that lives across rounds may be kept
 
 
-def on_device(stack: Stack, device) -> Stack:
-    """`stack` with every tensor on `device` (the same tensors where they are there already): rows of
-    per-client state kept in host memory, brought to the compute device for a chunk of a round."""
-    return {k: v.to(device) for k, v in stack.items()}
+def on_device(stack, device):
+    """`stack` (or nested dicts of stacked tensors: an optimizer state) with every tensor on `device` (the
+    same tensors where they are there already): per-client state kept in host memory, brought to the
+    compute device for a chunk of a round."""
+    if isinstance(stack, dict):
+        return {k: on_device(v, device) for k, v in stack.items()}
+    return stack.to(device)
+
+
+def take_at(stack, index: torch.Tensor):
+    """Rows `index` of `stack` (or nested dicts of stacked tensors) as new tensors on the stack's own
+    device, wherever `index` is (a chunk's clients, read from state kept on the host)."""
+    if isinstance(stack, dict):
+        return {k: take_at(v, index) for k, v in stack.items()}
+    return stack[index.to(stack.device)].clone()
+
+
+def put_rows(stack, index: torch.Tensor, rows) -> None:
+    """Write `rows` into rows `index` of `stack` (or nested dicts of stacked tensors), in place, on the
+    stack's own device: trained personal models and their optimizer state back into host-kept state."""
+    if isinstance(stack, dict):
+        for k in rows:
+            put_rows(stack[k], index, rows[k])
+        return
+    stack[index.to(stack.device)] = rows.to(stack.device)
 
 
 def repeat(stack: Stack, index) -> Stack:
