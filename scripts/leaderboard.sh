@@ -87,7 +87,7 @@ grid() {   # grid PART: every job of that part
   if [[ $part == fmnist || $part == all ]]; then
     # label skews 3-4 first: no results page has them yet (CLoVE Tables 7-8); the other four have CLoVE's 12 methods
     for p in label_skew3 label_skew4; do each clove/label_skews_3_4 fashion_mnist $p; done
-    each clove/images fashion_mnist label_skew1 partition.num_clients=25   # the authors' experiment_list.csv: 5 x 5
+    each clove/images fashion_mnist label_skew1 partition.num_clients=25   # 5 x 5: Nokia-Bell-Labs/Loss-Vector-based-Clustered-Federated-Learning b602090f, experiment_driver/experiment_list.csv ids 1420/1424
     for p in concept_shift label_skew2 feature_skew; do each clove/images fashion_mnist $p; done
   fi
   if [[ $part == cam || $part == all ]]; then

@@ -19,9 +19,8 @@ from fedcluster.models.rows import Rows, cat_rows, take_rows
 from fedcluster.runner import run
 
 
-
 def chunked_metrics_match(algorithm, root, whole_dir, tmp_path):
-    """The run of `_config` in `whole_dir` (one chunk: its 4 clients fit `auto`) against the same config in chunks
+    """The run of `resume_config` (test_resume_every_algorithm.py) in `whole_dir` (one chunk: its 4 clients fit `auto`) against the same config in chunks
     of 3 rows, run here: the same rows of metrics.csv, values within 1e-4 relative. Called by
     test_resume_every_algorithm.py after its uninterrupted run, so each algorithm's one-chunk run serves both."""
     from test_resume_every_algorithm import resume_config   # that module imports this one

@@ -24,8 +24,6 @@ def init_stack(build: Callable[[], nn.Module], count: int, seed: int, device, dt
     return {k: torch.stack([r[k] for r in rows]).to(device=device, dtype=dtype) for k in rows[0]}
 
 
-
-
 HOST = torch.device("cpu")   # where per-client state that lives across rounds may be kept
 
 
@@ -59,9 +57,6 @@ def put_rows(stack, index: torch.Tensor, rows) -> None:
 def repeat(stack: Stack, index) -> Stack:
     """Rows `index` of `stack` (a LongTensor may repeat rows), as a new stack."""
     return {k: v[index].clone() for k, v in stack.items()}
-
-
-
 
 
 def all_finite(stack: Stack) -> torch.Tensor:
