@@ -334,3 +334,33 @@ def test_yaml_defaults_build_the_authors_setups():
 def test_impossible_skews_name_the_bad_value(part, message):
     with pytest.raises(ConfigError, match=message):
         part().split(TRAIN, TEST, C, G())
+
+
+@pytest.mark.parametrize("make_part", [
+    lambda **kw: LabelSkew2(num_clusters=5, num_clients=25, **kw),
+    lambda **kw: LabelSkew4(num_clusters=10, num_clients=50, **kw),
+    lambda **kw: ConceptShift(num_clusters=4, num_clients=20, **kw)])
+def test_cluster_seed_fixes_the_cluster_pools_and_redraws_the_clients(make_part):
+    """The authors' driver draws the clusters' pools once, at the first seed of a sweep, and only
+    the clients' shares per seed (mlflow_driver.py at b602090f); `cluster_seed` does the same."""
+    from fedcluster.partitions.shares import numpy_rng
+    from fedcluster.rng import generator
+    run_g = lambda s: generator(s, "partition")
+    fixed, free = make_part(cluster_seed=0), make_part()
+    # the run's own seed as cluster_seed is the one-stream split, draw for draw
+    same, plain = fixed.split(TRAIN, TEST, C, run_g(0)), free.split(TRAIN, TEST, C, run_g(0))
+    assert all(torch.equal(a, b) for a, b in zip(same.train + same.test, plain.train + plain.test))
+    assert torch.equal(same.label_map, plain.label_map)
+    # seeds 1 and 2: every client's samples come from the cluster pools of seed 0
+    own = numpy_rng(run_g(0))
+    layout = fixed.layout(C, own)
+    maps = fixed.label_maps(C, own)
+    pools = fixed.pools(TRAIN.numpy(), C, layout, own, fixed.per_cluster * fixed.samples_per_client, "training")
+    for seed in (1, 2):
+        split = fixed.split(TRAIN, TEST, C, run_g(seed))
+        assert torch.equal(split.label_map, torch.as_tensor(maps)[split.truth])
+        assert all(set(idx.tolist()) <= set(pools[int(k)].tolist()) for idx, k in zip(split.train, split.truth))
+        assert any(not torch.equal(a, b) for a, b in zip(split.train, same.train)), "clients redrawn per seed"
+    # without it, seed 1 draws its own pools: some client falls outside seed 0's
+    other = free.split(TRAIN, TEST, C, run_g(1))
+    assert not all(set(idx.tolist()) <= set(pools[int(k)].tolist()) for idx, k in zip(other.train, other.truth))

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..rng import generator
 from ..settings import AtLeast
 from .labels import ClusterPartition
 from .shares import LabelSplit, numpy_rng
@@ -49,18 +50,26 @@ class ClusterSkew(ClusterPartition):
     def __init__(self, samples_per_client: Annotated[int, AtLeast(1)] = 500,
                  test_samples_per_client: Annotated[Optional[int], AtLeast(1)] = 100,
                  num_clusters: Annotated[Optional[int], AtLeast(1)] = None,
-                 default_clusters: Annotated[int, AtLeast(1)] = 4, min_samples: Annotated[int, AtLeast(1)] = 1, **kw):
+                 default_clusters: Annotated[int, AtLeast(1)] = 4, min_samples: Annotated[int, AtLeast(1)] = 1,
+                 cluster_seed: Annotated[Optional[int], AtLeast(0)] = None, **kw):
         """num_clusters: K (the run's top-level num_clusters); null: default_clusters, this
         skew's usual K, which then becomes the run's K. test_samples_per_client null: as the
         authors' code, min(samples_per_client, the cluster's test pool // its clients).
         min_samples 1: every client gets samples_per_client samples, so no minimum is needed
-        (declared here, not set in the body, so the config's schema carries the same default)."""
+        (declared here, not set in the body, so the config's schema carries the same default).
+        cluster_seed: the seed of stage 1, the clusters' layout and pools; the clients' draws of
+        stage 2 keep the run's seed. The authors' driver builds the cluster pools once, at the
+        first seed of its sweep, and redraws only the clients' shares for the later seeds
+        (mlflow_driver.py at b602090f: `mix_data_classes` runs when the data set changes, the
+        client assignment when the seed does), so their seeds share one cluster split.
+        null, or the run's own seed: both stages from the run's seed, one stream."""
         super().__init__(num_clusters=default_clusters if num_clusters is None else num_clusters,
                          min_samples=min_samples, **kw)
         if samples_per_client < 1 or (test_samples_per_client is not None and test_samples_per_client < 1):
             raise ConfigError(f"partition.samples_per_client={samples_per_client} and test_samples_per_client="
                               f"{test_samples_per_client} must be >= 1")
         self.samples_per_client, self.test_samples_per_client = samples_per_client, test_samples_per_client
+        self.cluster_seed = cluster_seed
 
     # -- what a skew defines ------------------------------------------------------------------
     pooling = None   # a pool builder the skew owns (label_sets.LabelSetPools, from `cluster_classes`)
@@ -107,15 +116,21 @@ class ClusterSkew(ClusterPartition):
 
     def split(self, train_labels, test_labels, num_classes, g) -> LabelSplit:
         rng = numpy_rng(g)
+        pool_rng = rng
+        if self.cluster_seed is not None:
+            own = numpy_rng(generator(self.cluster_seed, "partition"))
+            # the run's own seed as cluster_seed is the one-stream split of null, draw for draw
+            if own.bit_generator.state != rng.bit_generator.state:
+                pool_rng = own
         C = num_classes
-        layout = self.layout(C, rng)
+        layout = self.layout(C, pool_rng)
         truth = self.truth()
         turns = self.quarter_turns()[truth]
-        maps = self.label_maps(C, rng)[truth]
+        maps = self.label_maps(C, pool_rng)[truth]
         n_test = self.test_samples_per_client or 1
-        train_pools = self.pools(train_labels.numpy(), C, layout, rng, self.per_cluster * self.samples_per_client,
+        train_pools = self.pools(train_labels.numpy(), C, layout, pool_rng, self.per_cluster * self.samples_per_client,
                                  "training")
-        test_pools = self.pools(test_labels.numpy(), C, layout, rng, self.per_cluster * n_test, "test")
+        test_pools = self.pools(test_labels.numpy(), C, layout, pool_rng, self.per_cluster * n_test, "test")
         return LabelSplit(self._draw(train_pools, self.samples_per_client, rng, "training"),
                           self._draw(test_pools, self.test_samples_per_client, rng, "test"),
                           torch.as_tensor(truth, dtype=torch.long),
