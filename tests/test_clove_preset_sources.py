@@ -86,3 +86,32 @@ def test_genconv_is_the_authors_layers():
     assert linears == [(256, 10)]
     assert sum(p.numel() for p in m.parameters()) == 156 + 2416 + 2570
     assert sum(isinstance(l, nn.ReLU) for l in m.modules()) == 2
+
+
+def algorithm_file(algorithm: str):
+    """conf/method_algorithm/<profile>/<algorithm>.yaml read as solver_file reads a solver."""
+    import yaml
+    text = (CONF / "method_algorithm" / PROFILE / f"{algorithm}.yaml").read_text()
+    comments = {m.group(1): (m.group(3) or "").lstrip("# ").strip()
+                for m in (re.match(r"^(\w+):\s*([^#]*?)\s*(#.*)?$", l) for l in text.splitlines()) if m}
+    return yaml.safe_load(text), comments, "\n".join(l for l in text.splitlines() if l.startswith("#"))
+
+
+@pytest.mark.parametrize("algorithm", sorted(p.stem for p in (CONF / "method_algorithm" / PROFILE).glob("*.yaml")))
+def test_every_per_method_algorithm_setting_reaches_the_run_and_names_its_source(algorithm):
+    values, comments, header = algorithm_file(algorithm)
+    assert values and COMMIT.search(header), f"{algorithm}: the header names no commit"
+    for preset in PRESETS:
+        cfg = make_cfg([f"+preset={preset}", f"algorithm={algorithm}"])
+        for key, value in values.items():
+            assert cfg.algorithm[key] == value, f"{preset} {algorithm}: algorithm.{key}"
+            assert re.search(r"[\w/]+\.(py|ipynb|csv)[:\s]", comments[key]), f"{algorithm}.{key}: no source"
+    plain = make_cfg([f"algorithm={algorithm}"])   # outside the presets: the class's own defaults
+    assert any(plain.algorithm[k] != v for k, v in values.items())
+
+
+def test_clove_local_only_restarts_its_optimizer_every_round():
+    """The authors' train() builds a new Adam at each call (learning_utils.py:321-334 at b602090f), so
+    Local-only in CLoVE's tables carried no optimizer state from round to round; elsewhere it does."""
+    assert make_cfg(["+preset=clove/images", "algorithm=local"]).algorithm.keep_client_state is False
+    assert make_cfg(["algorithm=local"]).algorithm.keep_client_state is True

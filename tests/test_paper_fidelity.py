@@ -92,3 +92,19 @@ def test_unknown_init_is_a_config_error(tmp_path):
     from fedcluster.errors import ConfigError
     with pytest.raises(ConfigError, match="model.init='he' is unknown"):
         run(make_cfg(SMALL + ["algorithm.selection_size=6", "model.init=he"]), tmp_path / "run")
+
+
+def test_local_only_optimizer_state_kept_or_restarted_each_round(tmp_path):
+    """keep_client_state=false: every round trains from a fresh optimizer (the first round is the same
+    either way, the second is not); the setting is part of the run's config."""
+    base = SMALL + ["algorithm=local", "rounds=3", "checkpoint_every=2", "train.optimizer=adam", "eval_every=1"]
+    kept = run(make_cfg(base), tmp_path / "kept")
+    fresh = run(make_cfg(base + ["algorithm.keep_client_state=false"]), tmp_path / "fresh")
+    import pandas as pd
+    a, b = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("kept", "fresh"))
+    first = lambda m, r: m[(m["round"] == r) & (m["eval_set"] == "local_test")]["value"].to_numpy()
+    rounds = sorted(a["round"].unique())
+    assert len(rounds) == 3
+    assert (first(a, rounds[0]) == first(b, rounds[0])).all() and (first(a, rounds[1]) != first(b, rounds[1])).any()
+    assert kept["config"]["algorithm"]["keep_client_state"] is True
+    assert fresh["config"]["algorithm"]["keep_client_state"] is False

@@ -8,13 +8,19 @@ from .fold import KeepRows
 
 
 class LocalOnly(Algorithm):
-    """Each client keeps its own model (and optimizer state) and trains it every round on its
-    own data. All clients start from the same initial model. No cluster models."""
+    """Each client keeps its own model and trains it every round on its own data. All clients
+    start from the same initial model. No cluster models."""
     state = ("local",)
     host_state = ("local",)
     name = "local"
-    keep_client_state = True
     num_clusters = 0
+
+    def __init__(self, keep_client_state: bool = True):
+        """keep_client_state: each client's optimizer state (Adam's moments, momentum) persists
+        across rounds with its model, as a client that owns one optimizer for the whole run;
+        false: a fresh optimizer every round, as code that builds its optimizer inside each
+        round's train() call (CLoVE's learning_utils.py; conf/method_algorithm/)."""
+        self.keep_client_state = keep_client_state
 
     def setup(self, fed):
         self.local = personal_models(fed, on_host=True)   # in host memory, a chunk at a time on the device
