@@ -46,14 +46,15 @@ def requested_config(cfg: DictConfig) -> dict:
     return yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True)) or {}
 
 
-def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed=None) -> dict:
+def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed=None, train_with=None) -> dict:
     """Run one experiment in output_dir; write config.yaml, metrics.csv, assignments.csv,
     summary.json (and figures). Checks come before anything is written: the config's values
     (validate.py), the directory's ownership and lock (rundir.py), the model against the data
     and the memory the run needs (assemble.build). A directory with this config's unfinished
     run resumes from its checkpoint; a finished one is returned as is (`already_complete`),
     unless `overwrite=true`. `on_claimed(path)` runs once the directory is ours (the CLI writes
-    Hydra's .hydra/ files there)."""
+    Hydra's .hydra/ files there). `train_with(trainer)`: the trainer the rounds train with instead
+    (packed.py hands the local training of several runs to one job)."""
     validate(cfg)
     check_declared(cfg)
     loggers = make_loggers(cfg.get("logger"))   # a missing tracker package is an error before anything is written
@@ -63,10 +64,11 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
             remove_stale_temp_files(owned.path)
             return {**owned.summary, "already_complete": True}
         return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed, loggers,
-                          replace=owned.state == "replace")
+                          replace=owned.state == "replace", train_with=train_with)
 
 
-def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers, replace: bool) -> dict:
+def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers, replace: bool,
+               train_with=None) -> dict:
     """`replace` (overwrite=true): the old run's files are set aside only once every check has passed, and
     removed only once the new run has finished (they come back if it fails)."""
     started = time.time()
@@ -74,6 +76,8 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     #                     when the summary is written, maybe hours later, after the checkout has moved on
     keep_freed_memory()
     hw, fed, alg, trainer = build(cfg)
+    if train_with is not None:
+        trainer = train_with(trainer)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     fed.batched_forward = engine == "batched"
     chunk = rows_per_chunk(hw.chunk, alg.training_rows(fed.num_clients), sum(p.numel() for p in fed.model.parameters()),
