@@ -78,10 +78,11 @@ class RunDirGuard(Callback):
             sys.exit(2)
 
 
-def _write_hydra_files(out: Path) -> None:
-    """What Hydra's output_subdir would hold, written only once the directory is ours."""
+def _write_hydra_files(out: Path, hc=None) -> None:
+    """What Hydra's output_subdir would hold, written only once the directory is ours. `hc`: the
+    job's hydra config (default: Hydra's current one)."""
     from .io import write_text
-    hc = HydraConfig.get()
+    hc = HydraConfig.get() if hc is None else hc
     write_text(out / ".hydra" / "overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))))
     write_text(out / ".hydra" / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})))
 
@@ -96,12 +97,17 @@ def objective_value(cfg: DictConfig, summary: dict):
 
 def _task(cfg: DictConfig):
     """One run; in a sweep, its JobOutcome (sweep.py hands the sweeper the objective)."""
+    signals.hold_foreign()   # a launcher's handlers in a job's process (submitit's requeue) wait for a safe point too
+    return run_job(cfg, HydraConfig.get())
+
+
+def run_job(cfg: DictConfig, hc, train_with=None):
+    """`_task` for the job whose hydra config is `hc` (the packed launcher runs several at once, each
+    in its own thread, so none reads Hydra's one current config); `train_with`: runner.run's."""
     from .rundir import adopt_if_empty, discard_created
     from .runner import run
-    hc = HydraConfig.get()
     out = hc.runtime.output_dir
     multirun = hc.mode == RunMode.MULTIRUN
-    signals.hold_foreign()   # a launcher's handlers in a job's process (submitit's requeue) wait for a safe point too
     if multirun:
         adopt_if_empty(out)   # Hydra created the job's directory: a refused job removes it again
         if REFUSAL_KEY in cfg:   # its overrides could not be composed (sweep.py)
@@ -109,7 +115,7 @@ def _task(cfg: DictConfig):
             return JobOutcome("refused", out, message=str(cfg[REFUSAL_KEY]))
     try:
         signals.check()   # a stop while Hydra composed the config
-        summary = run(cfg, out, on_claimed=_write_hydra_files)
+        summary = run(cfg, out, on_claimed=lambda path: _write_hydra_files(path, hc), train_with=train_with)
     except RunInterrupted as e:
         resume = (f"resumes from the checkpoint after round {e.checkpoint_round}" if e.checkpoint_round
                   else f"starts it over (no checkpoint yet; checkpoint_every={cfg.checkpoint_every})")
@@ -196,7 +202,7 @@ def _one_line_composition_errors(conf: Path) -> None:
         try:
             return func()
         except Exception as e:   # noqa: BLE001 -- reported in one line or handed back to Hydra
-            in_job = any(frame.name == "_task" for frame in traceback.extract_tb(e.__traceback__))
+            in_job = any(frame.name in ("_task", "run_job") for frame in traceback.extract_tb(e.__traceback__))
             line = None if (in_job or os.environ.get("HYDRA_FULL_ERROR") == "1") else one_line(e, conf)
             if line is not None:
                 Sweep.discard()   # a sweep stopped before its jobs ran leaves nothing

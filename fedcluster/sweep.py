@@ -137,8 +137,9 @@ def _refusing_load_sweep_config(original):
 
 
 def _collecting_instantiate_launcher(original):
-    def instantiate_launcher(self, *args, **kwargs):
-        launcher = original(self, *args, **kwargs)
+    def instantiate_launcher(self, hydra_context, task_function, config):
+        launcher = own_launcher(hydra_context, task_function, config) or original(self, hydra_context, task_function,
+                                                                                  config)
         launch = launcher.launch
 
         def launch_and_collect(job_overrides, initial_job_idx):
@@ -155,6 +156,25 @@ def _collecting_instantiate_launcher(original):
         return launcher
     instantiate_launcher.__wrapped__ = original
     return instantiate_launcher
+
+
+def own_launcher(hydra_context, task_function, config):
+    """fedcluster's own launcher (hydra/launcher=packed), built here: Hydra builds launchers only from
+    its `hydra_plugins` namespace. None for any other launcher."""
+    from omegaconf import OmegaConf
+    from .packed_launcher import TARGET, PackedLauncher
+    launcher_cfg = config.hydra.launcher
+    if launcher_cfg is None or launcher_cfg.get("_target_") != TARGET:
+        return None
+    from .errors import ConfigError
+    try:
+        launcher = PackedLauncher(**OmegaConf.to_container(launcher_cfg, resolve=True))
+    except ConfigError as e:   # a bad launcher setting: one line, and the sweep leaves nothing
+        Sweep.discard()
+        print(f"fedcluster: error: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    launcher.setup(hydra_context=hydra_context, task_function=task_function, config=config)
+    return launcher
 
 
 def worker_died(error: BaseException) -> bool:

@@ -67,6 +67,21 @@ class SGD:
             p.sub_(g)
 
 
+def row_power(base: float, steps: torch.Tensor) -> torch.Tensor:
+    """base ** steps for a vector of per-row step counts, each row's value independent of how many rows
+    the vector holds and where the row sits in it. On a CPU, torch's vectorised pow gives last-bit
+    different values to the elements of full 32-element blocks than its scalar path gives the rest
+    (measured, torch 2.x), so a row's Adam bias correction, and its whole training after, would
+    depend on the rows trained beside it: a round's chunk size, or the runs packed with it (issue 57).
+    Each distinct count takes the scalar path here (a job's rows share a few counts); a vector of
+    fewer than 32 rows gets the same bits as before. Elsewhere (CUDA computes each element alike)
+    the plain power."""
+    if steps.device.type != "cpu" or steps.numel() < 32:
+        return base ** steps
+    values, where = torch.unique(steps, return_inverse=True)
+    return torch.cat([base ** values[i:i + 1] for i in range(len(values))])[where]
+
+
 class Adam:
     in_place = True   # has `update_`
 
@@ -83,8 +98,8 @@ class Adam:
 
     def update(self, params, grads, state, active):
         step = state["step"] + (1 if active is None else active.to(state["step"].dtype))
-        bc1 = 1 - self.b1 ** step.clamp_min(1)
-        bc2 = 1 - self.b2 ** step.clamp_min(1)
+        bc1 = 1 - row_power(self.b1, step.clamp_min(1))
+        bc2 = 1 - row_power(self.b2, step.clamp_min(1))
         new_params, new_m, new_v = {}, {}, {}
         for k, p in params.items():
             g = grads[k] + self.weight_decay * p if self.weight_decay else grads[k]
@@ -104,8 +119,8 @@ class Adam:
         three parameter-sized temporaries instead of new parameters, moments and their intermediates."""
         state["step"].add_(1)
         step = state["step"]
-        bc1 = 1 - self.b1 ** step.clamp_min(1)
-        bc2 = 1 - self.b2 ** step.clamp_min(1)
+        bc1 = 1 - row_power(self.b1, step.clamp_min(1))
+        bc2 = 1 - row_power(self.b2, step.clamp_min(1))
         for k, p in params.items():
             g = grads[k]
             if self.weight_decay:
