@@ -134,3 +134,14 @@ def test_the_memory_benchmark_refuses_an_unknown_method_in_one_line():
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode != 0 and out.stderr.strip().splitlines() == [
         "memory_benchmark.py: --methods nope is unknown; allowed: fedavg,ifca,ifca_cam,fedsoft,local,reference"]
+
+
+def test_the_packed_benchmark_runs_in_its_smoke_form_with_identical_metrics(fake_root):
+    """scripts/packed_benchmark.py (issue 57): 9 runs packed, one process each and the plain loop; every
+    packed run's metrics byte-identical to the same run alone (the script exits 1 otherwise)."""
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "packed_benchmark.py"), "--smoke", "--json",
+                          "--data-root", str(fake_root)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["runs"] == 9 and row["identical_metrics"] == "9/9"
+    assert row["packed_s"] > 0 and row["one_process_each_s"] > 0 and row["plain_loop_s"] > 0
