@@ -19,7 +19,12 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
 # Keys added after runs were recorded, each with the value that changes nothing (the behaviour before it existed):
 # at that value a key is left out of the identity, so every earlier run keeps its fingerprint, run_id and
 # directory, and a run that sets it is another run.
-NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False, ("hardware", "chunk"): "auto"}
+NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False, ("hardware", "chunk"): "auto",
+                      ("partition", "cluster_seed"): None,        # 2026-11-28, CLoVE's skews
+                      ("algorithm", "keep_client_state"): True}   # 2026-11-28 on local-only (FedSoft's had it before)
+# A key added to some options of a group only: neutral there alone (its sibling key has this value), so the runs
+# that always carried it (FedSoft's keep_client_state) keep theirs.
+NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", "fedcluster.algorithms.LocalOnly")}
 
 
 def comparable(config: dict) -> dict:
@@ -27,6 +32,9 @@ def comparable(config: dict) -> dict:
     out = {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
     for path, neutral in NEUTRAL_ADDED_KEYS.items():   # paths of one or two keys
         parent, key = (out, path[0]) if len(path) == 1 else (out.get(path[0]), path[1])
+        sibling, value = NEUTRAL_ONLY_WHERE.get(path, (None, None))
+        if sibling is not None and (not isinstance(parent, dict) or parent.get(sibling) != value):
+            continue
         if isinstance(parent, dict) and key in parent and type(parent[key]) is type(neutral) and parent[key] == neutral:
             trimmed = {k: v for k, v in parent.items() if k != key}
             if len(path) == 1:

@@ -43,3 +43,20 @@ def test_added_keys_at_their_neutral_value_keep_earlier_runs_identity():
     # a run sealed by the code that counted the neutral keys is still accepted
     legacy = __import__("hashlib").sha256(__import__("json").dumps(now, sort_keys=True).encode()).hexdigest()[:16]
     assert legacy in accepted_fingerprints(now) and config_fingerprint(now) in accepted_fingerprints(now)
+
+
+def test_this_sessions_added_keys_keep_earlier_runs_identity_and_fedsofts_own():
+    """partition.cluster_seed (null) and local-only's keep_client_state (true) arrived on 2026-11-28: at those
+    values a run is the run recorded before them. FedSoft always carried keep_client_state: its identity keeps it."""
+    from fedcluster.identity import config_fingerprint
+    skew = {"seed": 0, "partition": {"name": "label_skew4", "num_clients": 50}}
+    assert config_fingerprint({**skew, "partition": {**skew["partition"], "cluster_seed": None}}) == config_fingerprint(skew)
+    assert config_fingerprint({**skew, "partition": {**skew["partition"], "cluster_seed": 0}}) != config_fingerprint(skew)
+    local = {"seed": 0, "algorithm": {"_target_": "fedcluster.algorithms.LocalOnly", "name": "local"}}
+    kept = {**local, "algorithm": {**local["algorithm"], "keep_client_state": True}}
+    fresh = {**local, "algorithm": {**local["algorithm"], "keep_client_state": False}}
+    assert config_fingerprint(kept) == config_fingerprint(local) != config_fingerprint(fresh)
+    soft = {"seed": 0, "algorithm": {"_target_": "fedcluster.algorithms.FedSoft", "name": "fedsoft",
+                                     "keep_client_state": True}}
+    legacy = __import__("hashlib").sha256(__import__("json").dumps(soft, sort_keys=True).encode()).hexdigest()[:16]
+    assert config_fingerprint(soft) == legacy
