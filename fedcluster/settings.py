@@ -6,7 +6,8 @@ that takes it:
 One declaration serves the config check before a run (validate.py reads the rules of the class
 every config node builds, nested nodes included) and `fedcluster show`, which prints each
 setting's type, default and allowed values. A rule on a list setting holds for each of its
-entries (model.hidden). A class may still check what one value cannot say alone (min <= max)."""
+entries (model.hidden). The rules are checked once, by `checked_init` when a class is built and by
+validate.py on a config; a class checks only what one value cannot say alone (min <= max)."""
 import inspect
 import math
 import typing
@@ -104,3 +105,37 @@ def unwrap(annotation):
 
 def rules_of(params: List[inspect.Parameter]) -> Dict[str, List[Rule]]:
     return {p.name: unwrap(p.annotation)[1] for p in params if unwrap(p.annotation)[1]}
+
+
+def check_values(group: str, values: Dict[str, object], rules: Dict[str, List[Rule]]) -> None:
+    """The one check of declared rules: raise ConfigError naming `<group>.<key>=<value>` and what is
+    allowed for the first value a rule refuses (a list's entries each)."""
+    from .errors import ConfigError
+    for key, key_rules in rules.items():
+        if key not in values:
+            continue
+        value = values[key]
+        for entry in (value if isinstance(value, (list, tuple)) else [value]):
+            for rule in key_rules:
+                problem = rule.problem(f"{group}.{key}", entry)
+                if problem is not None:
+                    raise ConfigError(problem)
+
+
+def checked_init(init, group: str):
+    """`init` (a class's __init__) that first checks its arguments against the rules its signature
+    declares, so a class built from Python (the API, tests) gets the same one-line error as a config
+    (validate.py), and no constructor repeats a rule. The signature stays the class's own."""
+    import functools
+    signature = inspect.signature(init)
+    rules = rules_of(list(signature.parameters.values()))
+    if not rules or getattr(init, "_checked", False):
+        return init
+
+    @functools.wraps(init)
+    def checked(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        check_values(group, bound.arguments, rules)
+        return init(self, *args, **kwargs)
+    checked._checked = True
+    return checked

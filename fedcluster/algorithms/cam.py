@@ -6,7 +6,6 @@ from typing import Annotated
 import torch
 
 from ..engine.forward import outputs_on_clients, outputs_paired
-from ..errors import ConfigError
 from ..engine.terms import FrozenOffset
 from ..settings import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans
@@ -41,10 +40,6 @@ class CAM(Algorithm):
 
     def __init__(self, base: Algorithm, warmup_rounds: Annotated[int, Between(0, MAX_COUNT)] = 30,
                  warmup: Annotated[str, OneOf(WARMUPS)] = "fedavg"):
-        if warmup not in WARMUPS:
-            raise ConfigError(f"algorithm.warmup={warmup!r} is unknown; allowed: {list(WARMUPS)}")
-        if warmup_rounds < 0:
-            raise ConfigError(f"algorithm.warmup_rounds={warmup_rounds} must be >= 0")
         self.base, self.warmup_rounds, self.warmup = base, warmup_rounds, warmup
         self.name = f"{base.name}_cam"
         self.round = 0

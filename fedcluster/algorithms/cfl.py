@@ -17,7 +17,6 @@ import pandas as pd
 import torch
 
 from ..models.rows import rows_of
-from ..errors import ConfigError
 from ..models.stacked import Stack
 from ..settings import AtLeast
 from .base import RoundPlan
@@ -52,10 +51,6 @@ class CFL(ClusteredAlgorithm):
 
     def __init__(self, eps1: Annotated[float, AtLeast(0)] = 0.4, eps2: Annotated[float, AtLeast(0)] = 1.6,
                  split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0):
-        if eps1 < 0 or eps2 < 0:
-            raise ConfigError(f"algorithm.eps1={eps1} and eps2={eps2} must be >= 0")
-        if max_clusters < 0:
-            raise ConfigError(f"algorithm.max_clusters={max_clusters} must be >= 0 (0 = no limit)")
         self.eps1, self.eps2, self.split_after_round, self.max_clusters = eps1, eps2, split_after_round, max_clusters
 
     def setup(self, fed):

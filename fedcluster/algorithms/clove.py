@@ -32,11 +32,10 @@ import torch
 
 from ..models.rows import rows_of
 from ..engine.optim import OPTIMIZERS, build_optimizer
-from ..errors import ConfigError
 from ..rng import derived_seed
 from ..settings import AtLeast, Between, OneOf, Positive
 from .base import RoundPlan, random_assignment
-from .clustered import ClusteredAlgorithm, check_choice
+from .clustered import ClusteredAlgorithm
 
 CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
            "matching": ("hungarian", "none"), "init": ("independent", "identical"),
@@ -89,11 +88,6 @@ class CLoVE(ClusteredAlgorithm):
                  averaging: Annotated[str, OneOf(CHOICES["averaging"])] = "model",
                  server_optimizer: Annotated[str, OneOf(sorted(OPTIMIZERS))] = "adam",
                  server_lr: Annotated[float, Positive] = 1e-3):
-        for key, value in (("clustering", clustering), ("embedding", embedding), ("matching", matching),
-                           ("init", init), ("first_round", first_round), ("averaging", averaging)):
-            check_choice(key, value, CHOICES[key])
-        if not 0 < client_fraction <= 1:
-            raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
         self.num_clusters, self.client_fraction = num_clusters, client_fraction
         self.clustering, self.embedding, self.matching = clustering, embedding, matching
         self.init, self.first_round, self.averaging = init, first_round, averaging

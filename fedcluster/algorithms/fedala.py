@@ -8,8 +8,7 @@ from torch.func import functional_call
 
 from ..models.rows import rows_of
 from ..engine.losses import per_sample_loss
-from ..errors import ConfigError
-from ..settings import MAX_BATCH, Between
+from ..settings import MAX_BATCH, AtLeast, Between, Positive
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models, sample_weighted_mean
 
@@ -60,15 +59,12 @@ train.batch_size, as the authors use the training batch size). W
     num_clusters = 1
     keep_client_state = False
 
-    def __init__(self, rand_percent: int = 80, layer_idx: int = 2, eta: float = 1.0, threshold: float = 0.1,
-                 num_pre_loss: int = 10, max_passes: int = 200,
+    def __init__(self, rand_percent: Annotated[int, Between(0, 100, lo_open=True)] = 80,
+                 layer_idx: Annotated[int, AtLeast(1)] = 2, eta: Annotated[float, Positive] = 1.0,
+                 threshold: Annotated[float, AtLeast(0)] = 0.1, num_pre_loss: Annotated[int, AtLeast(1)] = 10,
+                 max_passes: Annotated[int, AtLeast(1)] = 200,
                  batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
-        if not 0 < rand_percent <= 100 or layer_idx < 1 or eta <= 0 or num_pre_loss < 1 or max_passes < 1 \
-                or batch_size < 1 or not 0 < client_fraction <= 1:
-            raise ConfigError(f"FedALA needs 0 < rand_percent <= 100, layer_idx >= 1, eta > 0, num_pre_loss >= 1, "
-                              f"max_passes >= 1, 0 < client_fraction <= 1; got {rand_percent}, {layer_idx}, {eta}, "
-                              f"{num_pre_loss}, {max_passes}, {client_fraction}")
         self.rand_percent, self.layer_idx, self.eta = rand_percent, layer_idx, eta
         self.threshold, self.num_pre_loss, self.max_passes = threshold, num_pre_loss, max_passes
         self.batch_size, self.client_fraction = batch_size, client_fraction

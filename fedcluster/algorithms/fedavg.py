@@ -5,7 +5,6 @@ import torch
 
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
-from ..errors import ConfigError
 from ..settings import AtLeast, Between
 from .base import Algorithm, RoundPlan
 from .components import copies, for_clients, global_mean_fold, sample_weighted_mean
@@ -19,8 +18,6 @@ class FedAvg(Algorithm):
     num_clusters = 1
 
     def __init__(self, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
-        if not 0 < client_fraction <= 1:
-            raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
         self.client_fraction = client_fraction
 
     def setup(self, fed):
@@ -53,8 +50,6 @@ class FedProx(FedAvg):
     def __init__(self, mu: Annotated[float, AtLeast(0)] = 0.01,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         super().__init__(client_fraction)
-        if mu < 0:
-            raise ConfigError(f"algorithm.mu={mu} must be >= 0")
         self.mu = mu
 
     def plan(self, t, fed):

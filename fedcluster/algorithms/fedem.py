@@ -6,7 +6,6 @@ import torch
 
 from ..models.rows import rows_of
 from ..engine.forward import outputs_on_clients
-from ..errors import ConfigError
 from ..engine.terms import SampleWeights
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
@@ -58,10 +57,6 @@ class FedEM(Algorithm):
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
                  local_predictor: Annotated[str, OneOf(LOCAL_PREDICTORS)] = "mixture"):
-        if local_predictor not in LOCAL_PREDICTORS:
-            raise ConfigError(f"algorithm.local_predictor={local_predictor!r} is unknown; allowed: {list(LOCAL_PREDICTORS)}")
-        if not 0 < client_fraction <= 1:
-            raise ConfigError(f"algorithm.client_fraction={client_fraction} must be in (0, 1]")
         self.num_clusters, self.client_fraction, self.local_predictor = num_clusters, client_fraction, local_predictor
 
     def setup(self, fed):

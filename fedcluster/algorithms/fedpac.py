@@ -8,9 +8,8 @@ import torch
 from ..models.rows import rows_of
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, OneOf
+from ..settings import AtLeast, Between, OneOf, Probability
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
-from .clustered import check_choice
 from .components import personal_models
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
 
@@ -119,17 +118,9 @@ class FedPAC(Algorithm):
     keep_client_state = False
     num_clusters = 0
 
-    def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0, head_epochs: Optional[int] = 1,
-                 weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients", eps: float = 1e-3,
+    def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0, head_epochs: Annotated[Optional[int], AtLeast(0)] = 1,
+                 weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients", eps: Annotated[float, Probability] = 1e-3,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
-        check_choice("weighting", weighting, WEIGHTINGS)
-        for key, value, ok, allowed in (("lam", lam, lam >= 0, ">= 0"),
-                                        ("head_epochs", head_epochs, head_epochs is None or head_epochs >= 0,
-                                         ">= 0 or null"),
-                                        ("eps", eps, 0 <= eps < 1, "in [0, 1)"),
-                                        ("client_fraction", client_fraction, 0 < client_fraction <= 1, "in (0, 1]")):
-            if not ok:
-                raise ConfigError(f"algorithm.{key}={value} is out of range; allowed: {allowed}")
         self.lam, self.head_epochs, self.weighting = lam, head_epochs, weighting
         self.eps, self.client_fraction = eps, client_fraction
 

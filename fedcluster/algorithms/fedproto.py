@@ -11,7 +11,6 @@ from ..engine.terms import PrototypePull
 from ..errors import ConfigError
 from ..settings import AtLeast, Between, OneOf
 from .base import Algorithm, RoundPlan
-from .clustered import check_choice
 from .components import keep_trained, personal_models
 
 WEIGHTINGS = ("clients", "samples")
@@ -75,9 +74,6 @@ class FedProto(Algorithm):
     def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0,
                  weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients",
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
-        check_choice("weighting", weighting, WEIGHTINGS)
-        if lam < 0 or not 0 < client_fraction <= 1:
-            raise ConfigError(f"FedProto needs lam >= 0 and 0 < client_fraction <= 1; got {lam}, {client_fraction}")
         self.lam, self.weighting, self.client_fraction = lam, weighting, client_fraction
 
     def setup(self, fed):

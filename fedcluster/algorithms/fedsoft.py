@@ -56,12 +56,6 @@ class FedSoft(Algorithm):
                  tau: Annotated[int, AtLeast(1)] = 2, selection_size: Annotated[int, AtLeast(1)] = 60,
                  smoother: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 1e-4,
                  replacement: bool = False, keep_client_state: bool = True):
-        if tau < 1:
-            raise ConfigError(f"algorithm.tau={tau} must be >= 1")
-        if not 0 < smoother < 1:
-            raise ConfigError(f"algorithm.smoother={smoother} must be in (0, 1)")
-        if lam < 0:
-            raise ConfigError(f"algorithm.lam={lam} must be >= 0")
         self.num_clusters, self.lam, self.tau = num_clusters, lam, tau
         self.selection_size, self.smoother = selection_size, smoother
         self.replacement, self.keep_client_state = replacement, keep_client_state

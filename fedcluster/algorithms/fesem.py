@@ -4,11 +4,10 @@ from typing import Annotated, Optional
 import torch
 
 from ..models.rows import rows_of
-from ..errors import ConfigError
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Count, OneOf
 from .base import Phase, RoundPlan
-from .clustered import ClusteredAlgorithm, check_choice
+from .clustered import ClusteredAlgorithm
 from .components import keep_trained, personal_models
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
 
@@ -49,13 +48,6 @@ class FeSEM(ClusteredAlgorithm):
                  distance_on: Annotated[str, OneOf(DISTANCES)] = "all", kmeans_iters: Annotated[int, AtLeast(1)] = 10,
                  local_rounds: Annotated[int, Count] = 1,
                  startup_epochs: Annotated[Optional[int], AtLeast(1)] = None):
-        check_choice("distance_on", distance_on, DISTANCES)
-        if lam < 0 or kmeans_iters < 1 or local_rounds < 1:
-            raise ConfigError(f"FeSEM needs lam >= 0, kmeans_iters >= 1, local_rounds >= 1; got {lam}, "
-                              f"{kmeans_iters}, {local_rounds}")
-        if startup_epochs is not None and startup_epochs < 1:
-            raise ConfigError(f"algorithm.startup_epochs={startup_epochs} is out of range; allowed: null (the "
-                              f"run's local budget) or an integer >= 1")
         self.num_clusters, self.lam, self.distance_on = num_clusters, lam, distance_on
         self.kmeans_iters, self.local_rounds, self.startup_epochs = kmeans_iters, local_rounds, startup_epochs
 

@@ -6,7 +6,6 @@ from typing import Annotated
 import numpy as np
 import torch
 
-from ..errors import ConfigError
 from ..models.stacked import Stack, repeat
 from ..settings import AtLeast, Between
 from .base import RoundPlan
@@ -75,13 +74,9 @@ class FlexCFL(ClusteredAlgorithm):
     name = "flexcfl"
     init = "identical"
 
-    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, pretrain_scale: int = 20,
-                 group_agg_lr: float = 0.0, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, pretrain_scale: Annotated[int, AtLeast(1)] = 20,
+                 group_agg_lr: Annotated[float, AtLeast(0)] = 0.0, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
                  kmeans_iters: Annotated[int, AtLeast(1)] = 20, migration: bool = True):
-        if pretrain_scale < 1 or group_agg_lr < 0 or kmeans_iters < 1 or not 0 < client_fraction <= 1:
-            raise ConfigError(f"FlexCFL needs pretrain_scale >= 1, group_agg_lr >= 0, kmeans_iters >= 1, "
-                              f"0 < client_fraction <= 1; got {pretrain_scale}, {group_agg_lr}, {kmeans_iters}, "
-                              f"{client_fraction}")
         self.num_clusters, self.pretrain_scale, self.group_agg_lr = num_clusters, pretrain_scale, group_agg_lr
         self.client_fraction, self.kmeans_iters, self.migration = client_fraction, kmeans_iters, migration
 

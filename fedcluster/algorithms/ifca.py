@@ -8,7 +8,7 @@ from ..models.rows import rows_of
 from ..models.stacked import Stack
 from ..settings import AtLeast, Between, OneOf
 from .base import RoundPlan, random_assignment
-from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm, check_choice
+from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm
 from .fold import MixedSums
 
 UPDATES = ("mean", "eq6")
@@ -58,9 +58,6 @@ class IFCA(ClusteredAlgorithm):
                  update: Annotated[str, OneOf(UPDATES)] = "mean", init: Annotated[str, OneOf(INITS)] = "independent",
                  first_round: Annotated[str, OneOf(FIRST_ROUNDS)] = "evaluation",
                  report_label_pick: bool = False):
-        check_choice("update", update, UPDATES)
-        check_choice("init", init, INITS)
-        check_choice("first_round", first_round, FIRST_ROUNDS)
         self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
         self.init, self.first_round, self.report_label_pick = init, first_round, report_label_pick
 

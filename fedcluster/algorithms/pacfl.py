@@ -6,7 +6,6 @@ import numpy as np
 import torch
 
 from ..models.rows import rows_of
-from ..errors import ConfigError
 from ..settings import AtLeast, Between, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
@@ -87,15 +86,10 @@ class PACFL(ClusteredAlgorithm):
     name = "pacfl"
     init = "identical"
 
-    def __init__(self, num_clusters: Annotated[Optional[int], AtLeast(1)] = None, threshold: Optional[float] = None,
-                 n_basis: int = 3, angle: Annotated[str, OneOf(ANGLES)] = "principal",
+    def __init__(self, num_clusters: Annotated[Optional[int], AtLeast(1)] = None, threshold: Annotated[Optional[float], AtLeast(0)] = None,
+                 n_basis: Annotated[int, AtLeast(1)] = 3, angle: Annotated[str, OneOf(ANGLES)] = "principal",
                  linkage: Annotated[str, OneOf(tuple(LINKAGES))] = "average", per_class: bool = True,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
-        check_choice("angle", angle, ANGLES)
-        check_choice("linkage", linkage, tuple(LINKAGES))
-        if n_basis < 1 or (threshold is not None and threshold < 0) or not 0 < client_fraction <= 1:
-            raise ConfigError(f"PACFL needs n_basis >= 1, threshold >= 0 (or null), 0 < client_fraction <= 1; got "
-                              f"{n_basis}, {threshold}, {client_fraction}")
         self.num_clusters, self.threshold, self.n_basis = num_clusters, threshold, n_basis
         self.angle, self.linkage, self.per_class, self.client_fraction = angle, linkage, per_class, client_fraction
 

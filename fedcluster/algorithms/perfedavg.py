@@ -10,7 +10,6 @@ from ..engine.terms import META_PARTS, MetaStep
 from ..errors import ConfigError
 from ..settings import AtLeast, Between, OneOf, Positive
 from .base import Algorithm
-from .clustered import check_choice
 from .components import copies
 from .fedavg import FedAvg
 
@@ -35,9 +34,6 @@ class PerFedAvg(FedAvg):
                  delta: Annotated[float, Positive] = 1e-3, eval_batch: Annotated[int, AtLeast(1)] = 10,
                  client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
         super().__init__(client_fraction)
-        check_choice("variant", variant, VARIANTS)
-        if alpha <= 0 or delta <= 0 or eval_batch < 1:
-            raise ConfigError(f"Per-FedAvg needs alpha > 0, delta > 0, eval_batch >= 1; got {alpha}, {delta}, {eval_batch}")
         self.alpha, self.variant, self.delta, self.eval_batch = alpha, variant, delta, eval_batch
         self._personal, self._round = None, 0
 

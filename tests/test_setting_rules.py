@@ -1,0 +1,118 @@
+"""A setting is checked once (issue 58): each rule is declared on the setting in the signature of the class
+that takes it, and that one declaration refuses a bad value whether the class is built from a config (the
+CLI, validate.py) or from Python (settings.checked_init); no constructor repeats a single value's check."""
+import ast
+import importlib
+import inspect
+import math
+import pkgutil
+import typing
+from pathlib import Path
+
+import pytest
+
+import fedcluster.algorithms as algorithms_pkg
+from fedcluster.algorithms.base import Algorithm
+from fedcluster.errors import ConfigError
+from fedcluster.schema import parameters
+from fedcluster.settings import Between, OneOf, unwrap
+
+for _m in pkgutil.iter_modules(algorithms_pkg.__path__):
+    importlib.import_module(f"fedcluster.algorithms.{_m.name}")
+
+
+def all_subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from all_subclasses(sub)
+
+
+ALGORITHMS = sorted({c for c in all_subclasses(Algorithm) if c.__module__.startswith("fedcluster.algorithms")},
+                    key=lambda c: c.__name__)
+
+
+def required(cls):
+    """Arguments a class cannot be built without (CAM's base algorithm)."""
+    from fedcluster.algorithms.fedavg import FedAvg
+    out = {}
+    for p in parameters(cls):
+        if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD:
+            if unwrap(p.annotation)[0] is Algorithm:
+                out[p.name] = FedAvg()
+            else:
+                return None
+    return out
+
+
+def numeric(annotation) -> bool:
+    bare = unwrap(annotation)[0]
+    args = [a for a in typing.get_args(bare) if a is not type(None)] if typing.get_origin(bare) is typing.Union else [bare]
+    return any(a in (int, float) for a in args)
+
+
+def bad_value(rule, annotation):
+    if isinstance(rule, OneOf):
+        return "no-such-choice"
+    if isinstance(rule, Between):
+        if rule.lo != -math.inf:
+            value = rule.lo - 1
+        else:
+            value = rule.hi + 1
+        bare = unwrap(annotation)[0]
+        kinds = set(typing.get_args(bare)) if typing.get_origin(bare) is typing.Union else {bare}
+        return int(value) if int in kinds and float not in kinds else float(value)
+    return None
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: c.__name__)
+def test_every_numeric_algorithm_setting_declares_its_rule(cls):
+    missing = [p.name for p in parameters(cls) if numeric(p.annotation) and not unwrap(p.annotation)[1]]
+    assert not missing, f"{cls.__name__}: numeric settings without a declared rule: {missing}"
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: c.__name__)
+def test_a_declared_rule_refuses_a_bad_value_when_the_class_is_built(cls):
+    base = required(cls)
+    if base is None:
+        pytest.skip(f"{cls.__name__} needs arguments that cannot be made here")
+    cls(**base)   # the defaults are allowed
+    checked = 0
+    for p in parameters(cls):
+        for rule in unwrap(p.annotation)[1]:
+            value = bad_value(rule, p.annotation)
+            if value is None:
+                continue
+            with pytest.raises(ConfigError, match=rf"^algorithm\.{p.name}="):
+                cls(**base, **{p.name: value})
+            checked += 1
+    assert checked or not any(unwrap(p.annotation)[1] for p in parameters(cls))
+
+
+def test_no_algorithm_constructor_repeats_a_single_values_check():
+    """A value's rule lives in the signature; a constructor may check what several values say together."""
+    found = []
+    for path in sorted(Path(algorithms_pkg.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names_of_algorithms = {c.__name__ for c in ALGORITHMS}
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in names_of_algorithms):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"):
+                params = {a.arg for a in fn.args.args + fn.args.kwonlyargs} - {"self"}
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in ast.walk(node)):
+                        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & params
+                        if len(names) == 1:
+                            found.append(f"{path.name}:{node.lineno} {cls.name} checks {names.pop()}")
+                    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_choice":
+                        found.append(f"{path.name}:{node.lineno} {cls.name} check_choice")
+    assert not found, found
+
+
+def test_the_python_api_and_the_cli_word_a_refusal_alike(tmp_path):
+    from conftest import make_cfg
+    from fedcluster.algorithms.fedsoft import FedSoft
+    from fedcluster.validate import validate
+    with pytest.raises(ConfigError) as built:
+        FedSoft(tau=0)
+    with pytest.raises(ConfigError) as composed:
+        validate(make_cfg(["algorithm=fedsoft", "algorithm.tau=0"]))
+    assert str(built.value) == str(composed.value) == "algorithm.tau=0 is out of range; allowed: >= 1"
