@@ -114,15 +114,10 @@ def check_model_fits(model: torch.nn.Module, data, cfg: DictConfig, batch: int =
         model.train(was_training)
 
 
-# Algorithms whose training and prediction read the model's features (`model(x, with_features=True)`,
-# the input of its last layer): FedProto's prototypes and FedPAC's centroids (and their subclasses).
-FEATURE_ALGORITHMS = ("FedProto", "FedPAC")
-
-
 def check_model_features(model: torch.nn.Module, data, cfg: DictConfig, algorithm) -> None:
     """For an algorithm that reads features: the model must return (outputs, features) for a
     real batch, not raise a TypeError in the first round."""
-    if not any(c.__name__ in FEATURE_ALGORITHMS for c in type(algorithm).__mro__):
+    if not getattr(algorithm, "reads_features", False):
         return
     k = int(torch.argmax(data.train.n))
     x = data.train.x[k, :max(1, min(4, int(data.train.n[k])))]
@@ -175,14 +170,9 @@ def activation_numel(build_model, in_shape) -> int:
 def size_keys(cfg: DictConfig, source, partition, in_shape) -> dict:
     """`key=value` texts of the settings that drive the run's memory, for budget.check_fits."""
     ds = cfg.dataset
-    if "dim" in ds:
-        dim = f"dataset.dim={ds.dim}"
-    elif "max_len" in ds and ds.name == "ag_news":
-        dim = f"dataset.max_len={ds.max_len}"
-    elif "vocab_size" in ds:
-        dim = f"dataset.vocab_size={ds.vocab_size}"
-    else:
-        dim = f"dataset={ds.name} (samples of shape {tuple(in_shape)})"
+    named = getattr(source, "size_setting", None)   # the setting a source's sample size follows, where one does
+    dim = f"dataset.{named}={ds[named]}" if named and named in ds else \
+        f"dataset={ds.name} (samples of shape {tuple(in_shape)})"
     samples = None
     for key in ("samples_per_client", "max_samples"):
         if getattr(partition, key, None) is not None:

@@ -67,14 +67,17 @@ def _resolved(cfg: DictConfig) -> dict:
 
 
 def task_of(dataset: dict) -> Optional[str]:
-    """The task a dataset node's source produces (regression, reconstruction, classification),
-    from its class and `unsupervised` flag, without building it; None for an unknown class."""
-    target = str(dataset.get("_target_", ""))
-    if target.endswith(("SyntheticRegression", "SeparatedRegression")):
-        return "regression"
-    if target.endswith(("ImageSource", "TextSource")):
-        return "reconstruction" if dataset.get("unsupervised") else "classification"
-    return None
+    """The task a dataset node's source produces (regression, reconstruction, classification), as its
+    class declares it (`task`, or `task_for(settings)` where a setting changes it), without building
+    it; None for a class that declares none or cannot be found."""
+    try:
+        cls = get_class(str(dataset.get("_target_", "")))
+    except Exception:   # noqa: BLE001 -- an unknown target is reported when the run builds it
+        return None
+    if hasattr(cls, "task_for"):
+        return cls.task_for(dataset)
+    task = getattr(cls, "task", None)
+    return task if isinstance(task, str) else None
 
 
 def node_rules(plain: dict, prefix: str = "") -> Dict[str, list]:

@@ -85,6 +85,7 @@ class Algorithm:
         if "__init__" in cls.__dict__:
             cls.__init__ = checked_init(cls.__dict__["__init__"], "algorithm")
     keep_client_state = False   # True: each client's optimizer state persists across rounds
+    reads_features = False      # True: training or prediction calls model(x, with_features=True) (assemble.py checks the model)
     # The attributes that change from round to round and that a checkpoint saves (record.py): a
     # resumed run restores them after `setup`, so everything else must follow from the config
     # and the data. Declared by each class; tests/test_algorithm_state.py finds undeclared ones.

@@ -115,6 +115,7 @@ class FedPAC(Algorithm):
     statistics and the QP (one per participant) are small per-client loops at aggregation."""
     state = ("local", "centroids", "have")
     name = "fedpac"
+    reads_features = True   # its centroids are mean features per class
     keep_client_state = False
     num_clusters = 0
 

@@ -68,6 +68,7 @@ class FedProto(Algorithm):
     Defaults: lam 1.0 (PFLlib's lamda), weighting 'clients' (PFLlib)."""
     state = ("local", "prototypes", "have")
     name = "fedproto"
+    reads_features = True   # its prototypes are mean features per class
     keep_client_state = True
     num_clusters = 0
 

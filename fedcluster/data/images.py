@@ -109,6 +109,11 @@ class ImageSource:
     task = "classification"
     value_bytes = 1   # pixels are stored as uint8 until a batch is read (data/samples.py)
 
+    @classmethod
+    def task_for(cls, settings: dict) -> str:
+        """The task a config of this source makes, before it is built (validate.py)."""
+        return "reconstruction" if settings.get("unsupervised") else cls.task
+
     def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
                  test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0,
                  reader_kwargs: Optional[dict] = None, train_size: Annotated[Optional[int], AtLeast(1)] = None,

@@ -19,6 +19,7 @@ from ..settings import AtLeast, Positive
 class SyntheticRegression:
     task = "regression"
     num_classes = 0
+    size_setting = "dim"   # what a sample's size follows (data/budget.py names it in a refusal)
 
     def __init__(self, dim: Annotated[int, AtLeast(1)] = 10, num_distributions: Annotated[int, AtLeast(1)] = 2,
                  theta_var: Annotated[float, Positive] = 10.0, noise_std: Annotated[float, AtLeast(0)] = 1.0,

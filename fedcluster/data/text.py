@@ -115,6 +115,8 @@ class TextSource:
                               f"{max_len}, {test_fraction}")
         self.name, self.seed, self.train_size, self.test_size = name, seed, train_size, test_size
         root = Path(root).expanduser()
+        # what a sample's size follows (data/budget.py names it in a refusal): token ids or word counts
+        self.size_setting = "max_len" if name == "ag_news" else "vocab_size"
         if name == "ag_news":
             self._pools = self._ag_news(root / "ag_news", vocab_size, max_len)
             self.distribution_names, self.num_classes, self.in_shape = ["ag_news"], 4, (max_len,)
