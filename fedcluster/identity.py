@@ -27,21 +27,33 @@ NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize
 NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", "fedcluster.algorithms.LocalOnly")}
 
 
+def _neutral_here(config: dict, path) -> bool:
+    """The added key `path` is in `config` at its neutral value (where NEUTRAL_ONLY_WHERE applies, only there)."""
+    neutral = NEUTRAL_ADDED_KEYS[path]
+    parent, key = (config, path[0]) if len(path) == 1 else (config.get(path[0]), path[1])
+    if not isinstance(parent, dict) or key not in parent:
+        return False
+    sibling, value = NEUTRAL_ONLY_WHERE.get(path, (None, None))
+    if sibling is not None and parent.get(sibling) != value:
+        return False
+    return type(parent[key]) is type(neutral) and parent[key] == neutral
+
+
+def _without(config: dict, paths) -> dict:
+    """`config` without the keys at `paths` (new dicts where changed: the caller's config is left as it was)."""
+    out = dict(config)
+    for path in paths:   # paths of one or two keys
+        if len(path) == 1:
+            out.pop(path[0], None)
+        else:
+            out[path[0]] = {k: v for k, v in out[path[0]].items() if k != path[1]}
+    return out
+
+
 def comparable(config: dict) -> dict:
     """The config without the keys that do not change a run's results (and the added keys at their neutral value)."""
     out = {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
-    for path, neutral in NEUTRAL_ADDED_KEYS.items():   # paths of one or two keys
-        parent, key = (out, path[0]) if len(path) == 1 else (out.get(path[0]), path[1])
-        sibling, value = NEUTRAL_ONLY_WHERE.get(path, (None, None))
-        if sibling is not None and (not isinstance(parent, dict) or parent.get(sibling) != value):
-            continue
-        if isinstance(parent, dict) and key in parent and type(parent[key]) is type(neutral) and parent[key] == neutral:
-            trimmed = {k: v for k, v in parent.items() if k != key}
-            if len(path) == 1:
-                out = trimmed
-            else:
-                out[path[0]] = trimmed   # a new dict: the caller's config is left as it was
-    return out
+    return _without(out, [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(out, p)])
 
 
 def flatten(node, prefix: str = "") -> dict:
@@ -61,9 +73,13 @@ def config_fingerprint(config: dict) -> str:
 
 
 def accepted_fingerprints(config: dict) -> set:
-    """The fingerprints a sealed run or checkpoint of `config` may carry: today's, and the one written by the
-    code between a NEUTRAL_ADDED_KEYS key's arrival and its neutral rule (the key at its neutral value counted)."""
-    return {config_fingerprint(config), _digest({k: v for k, v in config.items() if k not in VOLATILE_KEYS})}
+    """The fingerprints a sealed run or checkpoint of `config` may carry: today's, and those written by code
+    from before each NEUTRAL_ADDED_KEYS key's neutral rule (each added key at its neutral value counted or not:
+    a run sealed while one key's rule existed and another key's did not is accepted too)."""
+    from itertools import combinations
+    plain = {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
+    here = [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(plain, p)]
+    return {_digest(_without(plain, chosen)) for n in range(len(here) + 1) for chosen in combinations(here, n)}
 
 
 def _digest(config: dict) -> str:

@@ -60,3 +60,16 @@ def test_this_sessions_added_keys_keep_earlier_runs_identity_and_fedsofts_own():
                                      "keep_client_state": True}}
     legacy = __import__("hashlib").sha256(__import__("json").dumps(soft, sort_keys=True).encode()).hexdigest()[:16]
     assert config_fingerprint(soft) == legacy
+
+
+def test_a_run_sealed_between_two_keys_neutral_rules_is_accepted():
+    """Sealed by code that trimmed eval_round_start_train but counted partition.cluster_seed (the days between
+    the key's arrival and its rule): accepted, and a different value is not."""
+    import hashlib
+    import json
+    from fedcluster.identity import accepted_fingerprints
+    config = {"seed": 0, "eval_round_start_train": False, "partition": {"name": "label_skew4", "cluster_seed": None}}
+    sealed = hashlib.sha256(json.dumps({"seed": 0, "partition": config["partition"]}, sort_keys=True).encode()).hexdigest()[:16]
+    assert sealed in accepted_fingerprints(config)
+    other = {**config, "partition": {"name": "label_skew4", "cluster_seed": 0}}
+    assert sealed not in accepted_fingerprints(other)
