@@ -364,3 +364,16 @@ def test_cluster_seed_fixes_the_cluster_pools_and_redraws_the_clients(make_part)
     # without it, seed 1 draws its own pools: some client falls outside seed 0's
     other = free.split(TRAIN, TEST, C, run_g(1))
     assert not all(set(idx.tolist()) <= set(pools[int(k)].tolist()) for idx, k in zip(other.train, other.truth))
+
+
+def test_label_skew2_fixed_label_sets_are_the_clusters_classes_and_bad_ones_are_one_line():
+    """partition.label_sets: the authors' draw at their first seed (Fashion-MNIST, replayed from
+    generate_label_assignments after np.random.seed(1)), used as given; a set list that breaks the
+    skew's rule is refused naming the value."""
+    sets = [[2, 4, 6, 9], [0, 2, 3, 4], [0, 4, 6, 7], [3, 4, 5, 6], [2, 3, 6, 7]]
+    part = LabelSkew2(num_clusters=5, num_clients=25, label_sets=sets)
+    split = part.split(TRAIN, TEST, C, G())
+    assert [sorted(s) for s in cluster_label_sets(split, TRAIN, 5)] == sets
+    for bad in ([[0, 1, 2, 3]] * 5, sets[:4], [[2, 4, 6, 9], [0, 2, 3, 4], [0, 4, 6, 7], [3, 4, 5, 6], [2, 3, 6, 12]]):
+        with pytest.raises(ConfigError, match=r"^partition\.label_sets=.* is not allowed; allowed: 5 sets"):
+            LabelSkew2(num_clusters=5, num_clients=25, label_sets=bad).split(TRAIN, TEST, C, G())

@@ -154,18 +154,32 @@ class LabelSkew2(ClusterSkew):
                  min_cluster_fraction: Annotated[float, Fraction] = 0.085,
                  min_cluster_test_fraction: Annotated[float, Fraction] = 0.051,
                  alpha: Annotated[float, Positive] = 0.5, reserve_fraction: Annotated[float, Fraction] = 0.1,
-                 test_follows_train: bool = False, **kw):
+                 test_follows_train: bool = False, label_sets: Optional[List[List[int]]] = None, **kw):
+        """label_sets: the clusters' class sets, fixed instead of drawn: K sets of classes_per_cluster
+        distinct classes, every two sharing exactly shared_classes (e.g. the sets the authors' code drew
+        for Fashion-MNIST at its first seed, docs/results/paper_protocol/clove_authors_code.md)."""
         super().__init__(**kw)
         self.pooling = LabelSetPools(alpha, reserve_fraction, min_cluster_fraction, min_cluster_test_fraction,
                                      test_follows_train)
         self.classes_per_cluster, self.shared_classes = classes_per_cluster, shared_classes
+        self.label_sets = None if label_sets is None else [list(map(int, s)) for s in label_sets]
 
     def cluster_classes(self, C, rng) -> List[np.ndarray]:
         U, V = self.classes_per_cluster, self.shared_classes
         if not 0 <= V < U <= C:
             raise ConfigError(f"label_skew2 needs 0 <= shared_classes < classes_per_cluster <= classes ({C}); "
                               f"got shared_classes={V}, classes_per_cluster={U}")
-        return overlapping_label_sets(C, self.num_clusters, U, V, rng)
+        if self.label_sets is None:
+            return overlapping_label_sets(C, self.num_clusters, U, V, rng)
+        sets = [set(s) for s in self.label_sets]
+        fits = len(sets) == self.num_clusters and all(len(s) == len(l) == U and s <= set(range(C))
+                                                       for s, l in zip(sets, self.label_sets)) \
+            and all(len(a & b) == V for i, a in enumerate(sets) for b in sets[i + 1:])
+        if not fits:
+            raise ConfigError(f"partition.label_sets={self.label_sets} is not allowed; allowed: {self.num_clusters} "
+                              f"sets (one per cluster) of {U} distinct classes in [0, {C}), every two sharing exactly "
+                              f"{V} (classes_per_cluster, shared_classes)")
+        return [np.array(sorted(s)) for s in self.label_sets]
 
 
 class LabelSkew3(ClusterSkew):
