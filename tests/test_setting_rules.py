@@ -29,12 +29,18 @@ def all_subclasses(cls):
 
 ALGORITHMS = sorted({c for c in all_subclasses(Algorithm) if c.__module__.startswith("fedcluster.algorithms")},
                     key=lambda c: c.__name__)
+from fedcluster.partitions.labels import LabelPartition   # noqa: E402
+from fedcluster.partitions.mixture import Partition   # noqa: E402
+PARTITIONS = sorted({c for base in (LabelPartition, Partition) for c in [base, *all_subclasses(base)]},
+                    key=lambda c: c.__name__)
+GROUP = {**{c: "algorithm" for c in ALGORITHMS}, **{c: "partition" for c in PARTITIONS}}
 
 
 def required(cls):
-    """Arguments a class cannot be built without (CAM's base algorithm)."""
+    """Arguments a class cannot be built without (CAM's base algorithm; a cluster partition's K)."""
     from fedcluster.algorithms.fedavg import FedAvg
-    out = {}
+    out = {"num_clusters": 2, "num_clients": 20} if "num_clusters" in {p.name for p in parameters(cls)} \
+        and GROUP[cls] == "partition" else {}
     for p in parameters(cls):
         if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD:
             if unwrap(p.annotation)[0] is Algorithm:
@@ -64,13 +70,13 @@ def bad_value(rule, annotation):
     return None
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: c.__name__)
-def test_every_numeric_algorithm_setting_declares_its_rule(cls):
+@pytest.mark.parametrize("cls", ALGORITHMS + PARTITIONS, ids=lambda c: c.__name__)
+def test_every_numeric_setting_declares_its_rule(cls):
     missing = [p.name for p in parameters(cls) if numeric(p.annotation) and not unwrap(p.annotation)[1]]
     assert not missing, f"{cls.__name__}: numeric settings without a declared rule: {missing}"
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", ALGORITHMS + PARTITIONS, ids=lambda c: c.__name__)
 def test_a_declared_rule_refuses_a_bad_value_when_the_class_is_built(cls):
     base = required(cls)
     if base is None:
@@ -82,25 +88,31 @@ def test_a_declared_rule_refuses_a_bad_value_when_the_class_is_built(cls):
             value = bad_value(rule, p.annotation)
             if value is None:
                 continue
-            with pytest.raises(ConfigError, match=rf"^algorithm\.{p.name}="):
-                cls(**base, **{p.name: value})
+            with pytest.raises(ConfigError, match=rf"^{GROUP[cls]}\.{p.name}="):
+                cls(**{**base, p.name: value})
             checked += 1
     assert checked or not any(unwrap(p.annotation)[1] for p in parameters(cls))
 
 
-def test_no_algorithm_constructor_repeats_a_single_values_check():
+@pytest.mark.parametrize("package, classes", [("algorithms", ALGORITHMS), ("partitions", PARTITIONS)])
+def test_no_constructor_repeats_a_single_values_check(package, classes):
     """A value's rule lives in the signature; a constructor may check what several values say together."""
     found = []
-    for path in sorted(Path(algorithms_pkg.__file__).parent.glob("*.py")):
+    for path in sorted((Path(algorithms_pkg.__file__).parent.parent / package).glob("*.py")):
         tree = ast.parse(path.read_text())
-        names_of_algorithms = {c.__name__ for c in ALGORITHMS}
+        names_of_algorithms = {c.__name__ for c in classes}
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in names_of_algorithms):
             for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"):
                 params = {a.arg for a in fn.args.args + fn.args.kwonlyargs} - {"self"}
                 for node in ast.walk(fn):
                     if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in ast.walk(node)):
-                        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & params
-                        if len(names) == 1:
+                        if isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], ast.Is):
+                            continue   # a setting that must be given (`x is None`): no range a rule could state
+                        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} | \
+                            {n.attr for n in ast.walk(node.test) if isinstance(n, ast.Attribute)
+                             and isinstance(n.value, ast.Name) and n.value.id == "self"}
+                        names -= {"self"}   # a check naming one setting alone (with self.<other> it names two)
+                        if len(names) == 1 and names <= params:
                             found.append(f"{path.name}:{node.lineno} {cls.name} checks {names.pop()}")
                     if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_choice":
                         found.append(f"{path.name}:{node.lineno} {cls.name} check_choice")

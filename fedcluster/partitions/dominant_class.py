@@ -26,10 +26,6 @@ class LabelSkew4(ClusterSkew):
                  uniform_over: Annotated[str, OneOf("others", "all")] = "others", shuffle_classes: bool = False,
                  **kw):
         super().__init__(**kw)
-        if not 0 <= uniform_share <= 1:
-            raise ConfigError(f"partition.uniform_share={uniform_share} must be in [0, 1]")
-        if uniform_over not in ("others", "all"):
-            raise ConfigError(f"partition.uniform_over={uniform_over!r} must be 'others' or 'all'")
         self.uniform_share, self.uniform_over, self.shuffle_classes = uniform_share, uniform_over, shuffle_classes
 
     def layout(self, C, rng):

@@ -27,9 +27,6 @@ class ConceptShift(ClusterSkew):
                  class_samples_per_cluster: Annotated[int, AtLeast(1)] = 1250,
                  test_class_samples_per_cluster: Annotated[int, AtLeast(1)] = 200, **kw):
         super().__init__(**kw)
-        if class_samples_per_cluster < 1 or test_class_samples_per_cluster < 1:
-            raise ConfigError(f"partition.class_samples_per_cluster={class_samples_per_cluster} and "
-                              f"test_class_samples_per_cluster={test_class_samples_per_cluster} must be >= 1")
         self.swap_lists = None if swaps is None else [[int(v) for v in row] for row in swaps]
         self.class_samples_per_cluster = class_samples_per_cluster
         self.test_class_samples_per_cluster = test_class_samples_per_cluster

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Positive, Probability
+from ..settings import AtLeast, Positive, Probability, checked_init
 from .allocation import Allocation
 from .shares import LabelSplit, check_val_fraction, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
@@ -24,12 +24,14 @@ class LabelPartition:
     """Base: subclasses define `shares(num_classes, rng) -> (shares [C, m], truth or None)`."""
     name = "labels"
 
+    def __init_subclass__(cls, **kwargs):
+        """Every partition's declared setting rules are checked when it is built (settings.checked_init)."""
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = checked_init(cls.__dict__["__init__"], "partition")
+
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 200, min_samples: Annotated[int, AtLeast(1)] = 10,
                  val_fraction: Annotated[float, Probability] = 0.1):
-        if num_clients < 1:
-            raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
-        if min_samples < 1:
-            raise ConfigError(f"partition.min_samples={min_samples} must be >= 1")
         self.num_clients, self.min_samples = num_clients, min_samples
         self.val_fraction = check_val_fraction(val_fraction)
 
@@ -81,8 +83,6 @@ class DirichletLabels(LabelPartition):
 
     def __init__(self, alpha: Annotated[float, Positive] = 0.1, **kw):
         super().__init__(**kw)
-        if alpha <= 0:
-            raise ConfigError(f"partition.alpha={alpha} must be > 0")
         self.alpha = alpha
 
     def shares(self, C, rng):
@@ -120,8 +120,6 @@ class ClusteredDirichletLabels(ClusterPartition):
     def __init__(self, alpha_cluster: Annotated[float, Positive] = 0.1,
                  alpha_client: Annotated[float, Positive] = 10.0, **kw):
         super().__init__(**kw)
-        if alpha_cluster <= 0 or alpha_client <= 0:
-            raise ConfigError(f"partition.alpha_cluster={alpha_cluster} and alpha_client={alpha_client} must be > 0")
         self.alpha_cluster, self.alpha_client = alpha_cluster, alpha_client
 
     def shares(self, C, rng):
@@ -166,7 +164,7 @@ class ClusteredNClassLabels(ClusterPartition):
     def __init__(self, classes_per_cluster: Annotated[int, AtLeast(1)] = 3,
                  classes_per_client: Annotated[int, AtLeast(1)] = 2, **kw):
         super().__init__(**kw)
-        if not 1 <= classes_per_client <= classes_per_cluster:
+        if classes_per_client > classes_per_cluster:
             raise ConfigError(f"partition needs 1 <= classes_per_client <= classes_per_cluster; got "
                               f"{classes_per_client}, {classes_per_cluster}")
         self.classes_per_cluster, self.classes_per_client = classes_per_cluster, classes_per_client
@@ -199,3 +197,6 @@ def require_one_labelled_pool(partition: str, view) -> None:
         raise ConfigError(f"partition={partition} splits one labelled pool by class; the dataset has "
                           f"{len(view.distribution_names)} distributions ({view.distribution_names}). "
                           "Use dataset.distributions='[{rotation: 0}]'")
+
+
+LabelPartition.__init__ = checked_init(LabelPartition.__init__, "partition")   # the base's own settings too

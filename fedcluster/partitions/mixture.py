@@ -10,7 +10,7 @@ from typing import Annotated
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, Probability
+from ..settings import AtLeast, Between, Probability, checked_init
 from .allocation import Allocation
 from .shares import check_val_fraction
 
@@ -38,16 +38,18 @@ class Partition:
     name = "partition"
     needs_two = False
 
+    def __init_subclass__(cls, **kwargs):
+        """Every partition's declared setting rules are checked when it is built (settings.checked_init)."""
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = checked_init(cls.__dict__["__init__"], "partition")
+
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 100, min_samples: Annotated[int, AtLeast(1)] = 100,
                  max_samples: Annotated[int, AtLeast(1)] = 200,
                  local_test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
                  val_fraction: Annotated[float, Probability] = 0.1):
-        if num_clients < 1:
-            raise ConfigError(f"partition.num_clients={num_clients} must be >= 1")
-        if not 1 <= min_samples <= max_samples:
+        if min_samples > max_samples:
             raise ConfigError(f"partition needs 1 <= min_samples <= max_samples; got {min_samples}, {max_samples}")
-        if not 0 < local_test_fraction < 1:   # a share of the client's data, beside its training data
-            raise ConfigError(f"partition.local_test_fraction={local_test_fraction} must be in (0, 1)")
         self.num_clients, self.min_samples, self.max_samples = num_clients, min_samples, max_samples
         self.local_test_fraction = local_test_fraction
         self.val_fraction = check_val_fraction(val_fraction)
@@ -100,8 +102,6 @@ class TwoGroupMix(Partition):
 
     def __init__(self, minor: Annotated[float, Between(0, 0.5)] = 0.1, **kw):
         super().__init__(**kw)
-        if not 0 <= minor <= 0.5:
-            raise ConfigError(f"partition.minor={minor} must be in [0, 0.5]")
         self.minor = minor
         self.name = f"mix_{round(100 * minor)}_{round(100 * (1 - minor))}"
 
@@ -140,3 +140,6 @@ class Clustered(Partition):
         mix = torch.zeros(self.num_clients, S, dtype=torch.float64)
         mix[torch.arange(self.num_clients), torch.arange(self.num_clients) % S] = 1.0
         return mix
+
+
+Partition.__init__ = checked_init(Partition.__init__, "partition")   # the base's own settings too

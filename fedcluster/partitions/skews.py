@@ -65,9 +65,6 @@ class ClusterSkew(ClusterPartition):
         null, or the run's own seed: both stages from the run's seed, one stream."""
         super().__init__(num_clusters=default_clusters if num_clusters is None else num_clusters,
                          min_samples=min_samples, **kw)
-        if samples_per_client < 1 or (test_samples_per_client is not None and test_samples_per_client < 1):
-            raise ConfigError(f"partition.samples_per_client={samples_per_client} and test_samples_per_client="
-                              f"{test_samples_per_client} must be >= 1")
         self.samples_per_client, self.test_samples_per_client = samples_per_client, test_samples_per_client
         self.cluster_seed = cluster_seed
 
