@@ -5,6 +5,7 @@ Options and presets are found by listing conf/, so nothing here names them; `shr
 composed config tiny by the keys it has (clients, samples, steps), whatever its group options."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf, open_dict
 
@@ -31,6 +32,7 @@ INSTEAD = {   # options that need other data than CONTEXT gives their group
     ("model", "textcnn"): ["dataset=ag_news", "partition=random"],
     ("model", "linear"): [],
     ("model", "mlp"): [],
+    ("dataset", "tensors"): ["model=mlp", "partition=dirichlet"],   # a table of the user's (data_root/table.csv)
     ("model", "fc_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
     ("model", "conv_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
     **{("partition", mix): TWO_ROTATIONS for mix in ("mix_10_90", "mix_30_70", "linear", "random", "clustered")},
@@ -54,6 +56,10 @@ def data_root(tmp_path_factory) -> Path:
     write_cifar10(root, per_batch=80, n_test=100)   # CIFAR CNN evaluations dominate these runs: keep the files small
     write_ag_news(root, n_train=1200, n_test=400)
     write_amazon(root, per_side=120)
+    g = np.random.default_rng(0)   # a user's own table for dataset=tensors: 3 classes, 6 numeric columns
+    labels = g.integers(0, 3, size=600)
+    table = np.column_stack([g.normal(size=(600, 6)) + labels[:, None], labels])
+    np.savetxt(root / "table.csv", table, delimiter=",", header="a,b,c,d,e,f,label", comments="", fmt="%.5g")
     return root
 
 
@@ -68,6 +74,8 @@ def shrink(cfg, root: Path):
         if "root" in d:
             d.root = str(root)
             d.train_size = None
+        if d.get("name") == "tensors" and d.get("path") is None:
+            d.update(path=str(root / "table.csv"), labels="label")
         if "test_size" in d:
             d.test_size = 100 if "root" not in d else None
         if "num_clusters" in p and "default_clusters" not in p and cfg.num_clusters is None:

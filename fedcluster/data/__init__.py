@@ -2,7 +2,8 @@
 from .federated import ClientSplit, FederatedData, federate
 from .images import ImageSource
 from .synthetic import SeparatedRegression, SyntheticRegression
+from .tensors import TensorSource
 from .text import TextSource
 
 __all__ = ["ClientSplit", "FederatedData", "federate", "ImageSource", "SyntheticRegression",
-           "SeparatedRegression", "TextSource"]
+           "SeparatedRegression", "TensorSource", "TextSource"]

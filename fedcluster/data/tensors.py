@@ -1,0 +1,179 @@
+"""A user's own data as a data set, no code: `dataset=tensors dataset.path=<file>` (issue 59).
+
+The file holds one row per sample: a CSV table (one column the label, the others numeric features),
+a NumPy `.npz` archive or a PyTorch `.pt` file holding a dict of tensors (`features` and `labels`
+name the arrays). Read as plain data only: `.npz` without pickles (`allow_pickle=False`), `.pt` with
+`torch.load(weights_only=True)`, so a file handed over cannot run code.
+
+The test split comes from `test_path` (the same layout) or, without one, a seeded `test_fraction`
+of the rows. `distributions` names a column (or array) with each sample's group, a data set's
+"distributions": mixture and cluster partitions draw from them, label partitions split each; without
+it the data is one distribution. Labels of a classification table may be any values (strings too):
+they become 0..C-1 in sorted order. Every label partition (dirichlet, nclass, ...) and the mixture
+partitions work on it; models take its flat feature vector (model=mlp, model=linear)."""
+from pathlib import Path
+from typing import Annotated, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError, DataNotFoundError
+from ..rng import generator
+from ..settings import AtLeast, Between, OneOf
+
+FORMATS = (".csv", ".npz", ".pt")
+
+
+def _columns(path: Path, features: str, feature_columns: Optional[List[str]], labels: str,
+             distributions: Optional[str]):
+    """{name: 1-d or 2-d array} of the file: features (2-d), labels, and the distributions column."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        import pandas as pd
+        table = pd.read_csv(path)
+        missing = [c for c in (labels, distributions) if c is not None and c not in table.columns]
+        if missing:
+            raise ConfigError(f"dataset.path={path}: no column {missing[0]!r}; its columns: {list(table.columns)}")
+        rest = [c for c in table.columns if c not in (labels, distributions)]
+        chosen = rest if feature_columns is None else list(feature_columns)
+        unknown = [c for c in chosen if c not in table.columns]
+        if unknown:
+            raise ConfigError(f"dataset.feature_columns names {unknown[0]!r}, not a column of {path}; its columns: "
+                              f"{list(table.columns)}")
+        text = [c for c in chosen if not pd.api.types.is_numeric_dtype(table[c])]
+        if text:
+            raise ConfigError(f"dataset.path={path}: feature column {text[0]!r} is not numeric; allowed: numeric "
+                              f"feature columns (name the ones to use: dataset.feature_columns=[a,b,...])")
+        out = {"features": table[chosen].to_numpy(np.float32), "labels": table[labels].to_numpy()}
+        if distributions is not None:
+            out["distributions"] = table[distributions].to_numpy()
+        return out
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+    else:
+        try:
+            loaded = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:   # noqa: BLE001 -- a pickled object, a damaged file: one line
+            raise ConfigError(f"dataset.path={path} cannot be read as plain tensors ({str(e).splitlines()[0][:120]}); "
+                              "allowed: a dict of tensors saved with torch.save") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"dataset.path={path} holds a {type(loaded).__name__}; allowed: a dict of tensors")
+        arrays = {k: (v.numpy() if torch.is_tensor(v) else np.asarray(v)) for k, v in loaded.items()}
+    key = features
+    for name in (key, labels, distributions):
+        if name is not None and name not in arrays:
+            raise ConfigError(f"dataset.path={path}: no array {name!r}; its arrays: {sorted(arrays)}")
+    out = {"features": arrays[key].astype(np.float32), "labels": arrays[labels]}
+    if distributions is not None:
+        out["distributions"] = arrays[distributions]
+    return out
+
+
+class TensorSource:
+    """Samples from the user's file(s). See the module docstring for the layout."""
+    value_bytes = 4
+
+    @classmethod
+    def task_for(cls, settings: dict) -> str:
+        return settings.get("task", "classification")
+
+    def __init__(self, path: Optional[str] = None, test_path: Optional[str] = None, labels: str = "y",
+                 features: str = "x", feature_columns: Optional[List[str]] = None,
+                 distributions: Optional[str] = None,
+                 task: Annotated[str, OneOf("classification", "regression")] = "classification",
+                 test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
+                 standardize: bool = False, seed: Annotated[int, AtLeast(0)] = 0, name: str = "tensors"):
+        """path: the training (or whole) file; test_path: its test rows (null: `test_fraction` of path's rows);
+        labels: the label column (CSV) or array (npz, pt); features: the feature array (npz, pt);
+        feature_columns: a CSV's feature columns (null: every column but the label and distributions ones);
+        distributions: a column or array with each sample's group (null: one distribution);
+        standardize: each feature shifted and scaled by its mean and std over the training rows (the test
+        rows with the same numbers), for tables whose columns have different units."""
+        if path is None:
+            raise ConfigError("dataset.path is not set; allowed: a .csv, .npz or .pt file of your samples "
+                              "(README: Your own data)")
+        self.name, self.task, self.seed = name, task, seed
+        read = lambda file: self._read(file, labels, features, feature_columns, distributions)
+        train = read(path)
+        if test_path is not None:
+            test = read(test_path)
+        else:
+            rows = len(train["labels"])
+            order = torch.randperm(rows, generator=generator(seed, "tensors-test-split")).numpy()
+            cut = int(round(rows * test_fraction))
+            if cut < 1 or cut >= rows:
+                raise ConfigError(f"dataset.test_fraction={test_fraction} of {rows} rows leaves no training or no "
+                                  "test row; allowed: a fraction that leaves both, or dataset.test_path")
+            test = {k: v[order[:cut]] for k, v in train.items()}
+            train = {k: v[order[cut:]] for k, v in train.items()}
+        if train["features"].shape[1:] != test["features"].shape[1:]:
+            raise ConfigError(f"dataset.test_path={test_path}: samples of shape {test['features'].shape[1:]}, the "
+                              f"training file's are {train['features'].shape[1:]}")
+        self.in_shape = tuple(train["features"].shape[1:])
+        if standardize:
+            mean, std = train["features"].mean(0), train["features"].std(0)
+            std[std == 0] = 1.0   # a constant column stays as it is, shifted to 0
+            for part in (train, test):
+                part["features"] = ((part["features"] - mean) / std).astype(np.float32)
+        y_train, y_test = self._targets(train["labels"], test["labels"])
+        groups = sorted(set(np.unique(train.get("distributions", np.zeros(1)))) |
+                        set(np.unique(test.get("distributions", np.zeros(1)))), key=str)
+        self.distribution_names = [str(g) for g in groups] if distributions is not None else ["all"]
+        self._pools = {split: self._by_distribution(part, y, groups if distributions is not None else None)
+                       for split, part, y in (("train", train, y_train), ("test", test, y_test))}
+
+    def _read(self, path: str, labels, features, feature_columns, distributions) -> dict:
+        file = Path(path).expanduser()
+        if file.suffix.lower() not in FORMATS:
+            raise ConfigError(f"dataset.path={path} is not a file fedcluster reads; allowed: {', '.join(FORMATS)}")
+        if not file.is_file():
+            raise DataNotFoundError(f"dataset.path={path}: no such file")
+        columns = _columns(file, features, feature_columns, labels, distributions)
+        rows = {k: len(v) for k, v in columns.items()}
+        if len(set(rows.values())) != 1 or columns["features"].ndim < 2:
+            raise ConfigError(f"dataset.path={path}: the arrays' rows differ ({rows}) or the features are not one row "
+                              "per sample; allowed: features [rows, ...] and labels [rows]")
+        if not np.isfinite(columns["features"]).all():
+            raise ConfigError(f"dataset.path={path}: the features hold NaN or infinite values; allowed: finite numbers")
+        return columns
+
+    def _targets(self, train, test) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.task == "regression":
+            try:
+                self.num_classes = 0
+                return (torch.as_tensor(train.astype(np.float32)).reshape(len(train), -1).squeeze(1),
+                        torch.as_tensor(test.astype(np.float32)).reshape(len(test), -1).squeeze(1))
+            except (TypeError, ValueError):
+                raise ConfigError("dataset.task=regression needs numeric labels") from None
+        classes = sorted(set(train.tolist()) | set(test.tolist()), key=lambda v: (str(type(v)), v))
+        index = {c: i for i, c in enumerate(classes)}
+        self.class_names = [str(c) for c in classes]
+        self.num_classes = len(classes)
+        if self.num_classes < 2:
+            raise ConfigError(f"dataset.labels: one class only ({self.class_names}); allowed: two or more classes")
+        return (torch.tensor([index[v] for v in train.tolist()], dtype=torch.long),
+                torch.tensor([index[v] for v in test.tolist()], dtype=torch.long))
+
+    @staticmethod
+    def _by_distribution(part: dict, y: torch.Tensor, groups: Optional[List]):
+        x = torch.as_tensor(part["features"])
+        if groups is None:
+            return [(x, y)]
+        keys = part["distributions"]
+        return [(x[torch.as_tensor(keys == g)], y[torch.as_tensor(keys == g)]) for g in groups]
+
+    def pool(self, split: str, distribution: int = 0):
+        """Every sample of `split` in one distribution (for label partitions)."""
+        return self._pools[split][distribution]
+
+    def sample(self, split, distribution, n, g):
+        x, y = self._pools[split][distribution]
+        if n is None:
+            return x, y
+        if n > len(y):
+            raise ConfigError(f"dataset=tensors: distribution {self.distribution_names[distribution]} has {len(y)} "
+                              f"{split} samples but the partition asks for {n}; lower partition.num_clients or the "
+                              "per-client sample sizes")
+        pick = torch.randperm(len(y), generator=g)[:n]
+        return x[pick], y[pick]
