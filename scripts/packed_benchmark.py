@@ -13,7 +13,7 @@ Adam 1e-2, batch 100, one local epoch), `--rounds` rounds, evaluated every round
               understates the plain cost of the IFCA runs). Measured on one run, times 9.
 
 Printed: wall seconds of each, runs per hour, the ratios, and whether each packed run's metrics.csv
-is byte-identical to the same run's alone. `--smoke` (CI): 2 rounds on the fake data of --data-root.
+is byte-identical to the same run's alone. `--smoke` (CI): 1 round on the fake data of --data-root.
 
 Usage:
   python scripts/packed_benchmark.py [--rounds 5] [--json]
@@ -119,14 +119,14 @@ def reference_run(base) -> float:
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--smoke", action="store_true", help="2 rounds, small clients (CI)")
+    p.add_argument("--smoke", action="store_true", help="1 round, small clients (CI)")
     p.add_argument("--data-root", help="where Fashion-MNIST is (sets FEDCLUSTER_DATA_ROOT)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--reference-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.data_root:
         os.environ["FEDCLUSTER_DATA_ROOT"] = str(Path(args.data_root).resolve())
-    rounds = 2 if args.smoke else args.rounds
+    rounds = 1 if args.smoke else args.rounds
     if rounds < 1:
         sys.exit(f"packed_benchmark: --rounds={rounds} must be >= 1")
     base = workload(rounds, args.smoke)

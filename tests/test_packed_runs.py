@@ -109,7 +109,7 @@ import time
 from pathlib import Path
 
 SWEEP = ["partition.num_clients=10", "dataset.test_size=100", "plots=false", "progress=false",
-         "algorithm=fedavg,ifca,local", "seed=0,1"]
+         "algorithm=fedavg,ifca,local", "seed=0"]
 
 
 def fedcluster(cwd, *args, timeout=600):
@@ -133,36 +133,36 @@ def test_the_packed_launcher_writes_each_job_as_the_basic_launcher_does(tmp_path
     assert basic.returncode == 0, basic.stderr[-3000:]
     (basic_where,) = list((sub / "outputs" / "multirun").iterdir())
     got, want = metrics_by_job(where), metrics_by_job(basic_where)
-    assert len(got) == 6 and got == want
+    assert len(got) == 3 and got == want
     for job in where.glob("*=*"):
         assert sorted(p.name for p in job.iterdir()) == sorted(p.name for p in (basic_where / job.name).iterdir())
-    assert "training 6 jobs side by side" in packed.stderr
-    batches = fedcluster(tmp_path, "hydra/launcher=packed", "hydra.launcher.batch=4", "rounds=2", *SWEEP,
-                         f"hydra.sweep.dir={tmp_path / 'in_batches'}")   # 4 jobs side by side, then 2
+    assert "training 3 jobs side by side" in packed.stderr
+    batches = fedcluster(tmp_path, "hydra/launcher=packed", "hydra.launcher.batch=2", "rounds=2", *SWEEP,
+                         f"hydra.sweep.dir={tmp_path / 'in_batches'}")   # 2 jobs side by side, then 1
     assert batches.returncode == 0 and metrics_by_job(tmp_path / "in_batches") == want
-    assert "training 4 jobs side by side" in batches.stderr and "training 2 jobs side by side" in batches.stderr
+    assert "training 2 jobs side by side" in batches.stderr and "training 1 jobs side by side" in batches.stderr
     again = fedcluster(tmp_path, "hydra/launcher=packed", "rounds=2", *SWEEP,
                        f"hydra.sweep.dir={where.relative_to(tmp_path)}")
-    assert again.returncode == 0 and "0 finished, 6 skipped (already finished), 0 failed" in again.stderr
+    assert again.returncode == 0 and "0 finished, 3 skipped (already finished), 0 failed" in again.stderr
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGTERM"), reason="needs SIGTERM")
 def test_a_packed_sweep_stopped_mid_way_resumes_every_job_to_the_straight_metrics(tmp_path):
-    args = ["hydra/launcher=packed", "rounds=40", "checkpoint_every=2", *SWEEP, f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    args = ["hydra/launcher=packed", "rounds=30", "checkpoint_every=2", *SWEEP, f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     proc = subprocess.Popen([sys.executable, "-m", "fedcluster", "-m", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
-    while len(list((tmp_path / "sweep").glob("*/checkpoint.pt"))) < 6:   # every job has checkpointed
+    while len(list((tmp_path / "sweep").glob("*/checkpoint.pt"))) < 3:   # every job has checkpointed
         assert time.time() < deadline and proc.poll() is None, proc.communicate()[1][-3000:]
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
     stopped = [l for l in err.splitlines() if l.startswith("fedcluster: interrupted by SIGTERM")]
-    assert len(stopped) == 6 and all("resumes from the checkpoint after round" in l for l in stopped), err[-3000:]
+    assert len(stopped) == 3 and all("resumes from the checkpoint after round" in l for l in stopped), err[-3000:]
     assert not list((tmp_path / "sweep").glob("*/summary.json"))
     resumed = fedcluster(tmp_path, *args)
-    assert resumed.returncode == 0 and "6 finished, 0 skipped" in resumed.stderr, resumed.stderr[-3000:]
+    assert resumed.returncode == 0 and "3 finished, 0 skipped" in resumed.stderr, resumed.stderr[-3000:]
     straight = fedcluster(tmp_path, *[a for a in args if not a.startswith("hydra.sweep.dir")],
                           f"hydra.sweep.dir={tmp_path / 'straight'}")
     assert straight.returncode == 0
