@@ -159,16 +159,17 @@ def _collecting_instantiate_launcher(original):
 
 
 def own_launcher(hydra_context, task_function, config):
-    """fedcluster's own launcher (hydra/launcher=packed), built here: Hydra builds launchers only from
-    its `hydra_plugins` namespace. None for any other launcher."""
+    """A launcher of fedcluster's own (hydra/launcher=packed: a `_target_` in this package), built here: Hydra
+    builds launchers only from its `hydra_plugins` namespace. None for any other launcher."""
+    from hydra.utils import get_class
     from omegaconf import OmegaConf
-    from .packed_launcher import TARGET, PackedLauncher
-    launcher_cfg = config.hydra.launcher
-    if launcher_cfg is None or launcher_cfg.get("_target_") != TARGET:
-        return None
     from .errors import ConfigError
+    launcher_cfg = config.hydra.launcher
+    target = None if launcher_cfg is None else launcher_cfg.get("_target_")
+    if not isinstance(target, str) or not target.startswith(__package__ + "."):
+        return None
     try:
-        launcher = PackedLauncher(**OmegaConf.to_container(launcher_cfg, resolve=True))
+        launcher = get_class(target)(**OmegaConf.to_container(launcher_cfg, resolve=True))
     except ConfigError as e:   # a bad launcher setting: one line, and the sweep leaves nothing
         Sweep.discard()
         print(f"fedcluster: error: {e}", file=sys.stderr, flush=True)
