@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
-from ..identity import VOLATILE_KEYS
+from ..identity import VOLATILE_KEYS, comparable
 from ..identity import flatten as rundir_flatten
 
 CONFIG_FILE = "config.yaml"
@@ -102,9 +102,10 @@ def flatten(node, prefix: str = "") -> Dict[str, object]:
 
 
 def identity_keys(config: dict) -> Dict[str, object]:
-    """The flattened config without the keys that do not identify a result (IGNORED_KEYS) and
-    without `seed`, which the report averages over."""
-    kept = {k: v for k, v in config.items() if k not in IGNORED_KEYS and k != SEED_KEY}
+    """The flattened config without the keys that do not identify a result (IGNORED_KEYS, and the keys
+    added later at their neutral value: identity.comparable, so a run recorded before a key existed and
+    one that holds it at that value are one cell) and without `seed`, which the report averages over."""
+    kept = {k: v for k, v in comparable(config).items() if k not in IGNORED_KEYS and k != SEED_KEY}
     return flatten(kept)
 
 
