@@ -1,6 +1,12 @@
 """Packed runs (issue 57): runs trained side by side in one process, their local training packed
 into one job where they can be, end with the metrics each run ends with alone, byte for byte, for
 every algorithm; a packed sweep stopped mid-way resumes every run to those metrics."""
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 import fedcluster.runner as runner
@@ -101,12 +107,6 @@ def test_row_power_is_each_rows_own_whatever_its_neighbours():
 
 
 # ---- the launcher, as a user runs it ----------------------------------------------------------------
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 SWEEP = ["partition.num_clients=10", "dataset.test_size=100", "plots=false", "progress=false",
          "algorithm=fedavg,ifca,local", "seed=0"]
