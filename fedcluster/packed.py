@@ -65,17 +65,18 @@ class Packer:
     _baton: threading.Lock = field(default_factory=threading.Lock)
     _pending: Dict[int, _Request] = field(default_factory=dict)
     _stop: Optional[BaseException] = None
-    _data: Dict[tuple, SideBySide] = field(default_factory=dict)
+    _data: Dict[tuple, SideBySide] = field(default_factory=dict)   # by the members packed: their data side by side
 
     # -- in a run's thread -------------------------------------------------------------------
     def enter(self) -> None:
         """A run's thread starts: it computes only while it holds the baton."""
         self._baton.acquire()
 
-    def leave(self) -> None:
-        """A run's thread ends (finished, failed or stopped)."""
+    def leave(self, member: int) -> None:
+        """A run's thread ends (finished, failed or stopped); its data leaves the packer's copies."""
         with self._cond:
             self.members -= 1
+            self._data = {k: v for k, v in self._data.items() if member not in k}
             self._cond.notify_all()
         self._baton.release()
 
@@ -148,7 +149,7 @@ class Packer:
                     r = part[0]
                     r.result = r.trainer.train(r.job, r.engine)
                     continue
-                data = self._side_by_side([r.job for r in part])
+                data = self._side_by_side(part)
                 job, spans = pack([r.job for r in part], data)
                 for r, result in zip(part, unpack(part[0].trainer.train(job, part[0].engine), spans)):
                     r.result = result
@@ -170,11 +171,13 @@ class Packer:
             rows += len(r.job.rows)
         return parts
 
-    def _side_by_side(self, jobs) -> SideBySide:
-        key = tuple(id(j.x) for j in jobs) + tuple(id(j.y) for j in jobs)
+    def _side_by_side(self, requests: List[_Request]) -> SideBySide:
+        """These members' client data side by side, built once and kept until one of them leaves."""
+        key = tuple(r.member for r in requests)
+        xs, ys = [r.job.x for r in requests], [r.job.y for r in requests]
         data = self._data.get(key)
-        if data is None or not data.names([j.x for j in jobs], [j.y for j in jobs]):
-            data = self._data[key] = SideBySide([j.x for j in jobs], [j.y for j in jobs])
+        if data is None or not data.names(xs, ys):
+            data = self._data[key] = SideBySide(xs, ys)
         return data
 
 
@@ -192,7 +195,7 @@ def run_packed(jobs: List[Callable[[Callable], object]], chunk="auto") -> Tuple[
         except BaseException as e:   # noqa: BLE001 -- handed to the caller with the run's place
             outcomes[i] = e
         finally:
-            packer.leave()
+            packer.leave(i)
 
     threads = [threading.Thread(target=body, args=(i, job), name=f"packed-run-{i}", daemon=True)
                for i, job in enumerate(jobs)]

@@ -139,3 +139,17 @@ def checked_init(init, group: str):
         return init(self, *args, **kwargs)
     checked._checked = True
     return checked
+
+
+class CheckedSettings:
+    """Base of a config group's classes (`class Algorithm(CheckedSettings, group="algorithm")`): every
+    class below it, the base included, has its declared rules checked when it is built (`checked_init`),
+    a refusal naming `<group>.<key>`."""
+    settings_group = "settings"
+
+    def __init_subclass__(cls, group: str = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if group is not None:
+            cls.settings_group = group
+        if "__init__" in cls.__dict__:
+            cls.__init__ = checked_init(cls.__dict__["__init__"], cls.settings_group)

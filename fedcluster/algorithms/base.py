@@ -15,7 +15,7 @@ from ..engine.forward import outputs_paired
 from ..engine.terms import Term, concat_terms
 from ..models.rows import Rows, cat_rows
 from ..models.stacked import HOST, Stack, on_device
-from ..settings import checked_init
+from ..settings import CheckedSettings
 from .federation import Federation
 from .fold import Fold
 
@@ -76,14 +76,8 @@ def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
     return [{k: parts[k][i] for k in stack} for i in range(len(sizes))]
 
 
-class Algorithm:
+class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked when built (settings.py)
     name = "algorithm"
-
-    def __init_subclass__(cls, **kwargs):
-        """Every algorithm's declared setting rules are checked when it is built (settings.checked_init)."""
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            cls.__init__ = checked_init(cls.__dict__["__init__"], "algorithm")
     keep_client_state = False   # True: each client's optimizer state persists across rounds
     reads_features = False      # True: training or prediction calls model(x, with_features=True) (assemble.py checks the model)
     # The attributes that change from round to round and that a checkpoint saves (record.py): a

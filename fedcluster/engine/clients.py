@@ -13,7 +13,7 @@ from typing import Callable, Iterator, List, Optional, Tuple
 import torch
 
 from ..models.rows import Rows, count_rows, take_rows
-from ..models.stacked import on_device
+from ..models.stacked import cat_nested, on_device
 from ..rng import derived_seed, generator
 from .local import LocalJob, LocalResult
 from .optim import take_state
@@ -113,12 +113,8 @@ def run_clients(t: int, plan, trainer, train_data, engine: str, seed: int,
 
 def concat_results(results: List[LocalResult]) -> LocalResult:
     """The results of consecutive chunks as one, rows in order."""
-    def cat(parts):
-        if isinstance(parts[0], dict):
-            return {k: cat([p[k] for p in parts]) for k in parts[0]}
-        return torch.cat(parts)
     first = None if results[0].first_loss is None else torch.cat([r.first_loss for r in results])
-    return LocalResult(cat([r.params for r in results]), cat([r.opt_state for r in results]) if results[0].opt_state
+    return LocalResult(cat_nested([r.params for r in results]), cat_nested([r.opt_state for r in results]) if results[0].opt_state
                        else results[0].opt_state, torch.cat([r.last_loss for r in results]),
                        torch.cat([r.finite for r in results]), first)
 

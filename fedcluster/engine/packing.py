@@ -22,6 +22,7 @@ from typing import Hashable, List, Optional, Sequence, Tuple
 import torch
 
 from ..data.samples import ClientSamples
+from ..models.stacked import cat_nested, slice_nested
 from .local import LocalJob
 from .records import LocalResult
 from .schedule import Schedule
@@ -56,21 +57,6 @@ def pack_key(trainer, job: LocalJob, engine: str) -> Optional[Hashable]:
             _solver_key(trainer.optimizer), trainer.batch_size, job.trainable,
             tuple(job.x.storage.shape[1:]), str(job.x.storage.dtype), str(job.x.dtype), _decode_key(job.x.decode),
             str(job.y.dtype), job.schedule.index.shape[2])
-
-
-def _cat(parts):
-    """Nested dicts of row-stacked tensors, concatenated along rows."""
-    if isinstance(parts[0], dict):
-        return {k: _cat([p[k] for p in parts]) for k in parts[0]}
-    return torch.cat(parts)
-
-
-def _cut(stacked, a: int, b: int):
-    if stacked is None:
-        return None
-    if isinstance(stacked, dict):
-        return {k: _cut(v, a, b) for k, v in stacked.items()}
-    return stacked[a:b]
 
 
 def _pad_steps(schedule: Schedule, steps: int) -> Schedule:
@@ -111,7 +97,7 @@ def pack(jobs: Sequence[LocalJob], data: SideBySide) -> Tuple[LocalJob, List[Tup
         at += len(j.rows)
     schedules = [_pad_steps(j.schedule, steps) for j in jobs]
     rows = torch.cat([j.rows.to(data.x.device) + off for j, off in zip(jobs, data.offsets)])
-    job = LocalJob(data.x, data.y, rows, _cat([dict(j.start) for j in jobs]), _cat([j.opt_state for j in jobs]),
+    job = LocalJob(data.x, data.y, rows, cat_nested([dict(j.start) for j in jobs]), cat_nested([j.opt_state for j in jobs]),
                    Schedule(torch.cat([s.index for s in schedules]), torch.cat([s.valid for s in schedules])),
                    seed=jobs[0].seed, trainable=jobs[0].trainable, owned=True)
     return job, spans
@@ -119,5 +105,6 @@ def pack(jobs: Sequence[LocalJob], data: SideBySide) -> Tuple[LocalJob, List[Tup
 
 def unpack(result: LocalResult, spans: Sequence[Tuple[int, int]]) -> List[LocalResult]:
     """Each job's rows of the packed job's result."""
-    return [LocalResult(_cut(result.params, a, b), _cut(result.opt_state, a, b), result.last_loss[a:b],
-                        result.finite[a:b], _cut(result.first_loss, a, b)) for a, b in spans]
+    return [LocalResult(*(slice_nested(part, slice(a, b)) for part in (result.params, result.opt_state, result.last_loss,
+                                                                       result.finite, result.first_loss)))
+            for a, b in spans]

@@ -54,6 +54,22 @@ def put_rows(stack, index: torch.Tensor, rows) -> None:
     stack[index.to(stack.device)] = rows.to(stack.device)
 
 
+def cat_nested(parts):
+    """Stacks (or nested dicts of stacked tensors: optimizer states) one after the other along the rows."""
+    if isinstance(parts[0], dict):
+        return {k: cat_nested([p[k] for p in parts]) for k in parts[0]}
+    return torch.cat(parts)
+
+
+def slice_nested(stack, rows: slice):
+    """Rows `rows` of `stack` (or nested dicts of stacked tensors) as views; None stays None."""
+    if stack is None:
+        return None
+    if isinstance(stack, dict):
+        return {k: slice_nested(v, rows) for k, v in stack.items()}
+    return stack[rows]
+
+
 def repeat(stack: Stack, index) -> Stack:
     """Rows `index` of `stack` (a LongTensor may repeat rows), as a new stack."""
     return {k: v[index].clone() for k, v in stack.items()}

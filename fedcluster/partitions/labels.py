@@ -15,20 +15,14 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Positive, Probability, checked_init
+from ..settings import AtLeast, Positive, Probability, CheckedSettings
 from .allocation import Allocation
 from .shares import LabelSplit, check_val_fraction, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
 
-class LabelPartition:
+class LabelPartition(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
     """Base: subclasses define `shares(num_classes, rng) -> (shares [C, m], truth or None)`."""
     name = "labels"
-
-    def __init_subclass__(cls, **kwargs):
-        """Every partition's declared setting rules are checked when it is built (settings.checked_init)."""
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            cls.__init__ = checked_init(cls.__dict__["__init__"], "partition")
 
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 200, min_samples: Annotated[int, AtLeast(1)] = 10,
                  val_fraction: Annotated[float, Probability] = 0.1):
@@ -198,5 +192,3 @@ def require_one_labelled_pool(partition: str, view) -> None:
                           f"{len(view.distribution_names)} distributions ({view.distribution_names}). "
                           "Use dataset.distributions='[{rotation: 0}]'")
 
-
-LabelPartition.__init__ = checked_init(LabelPartition.__init__, "partition")   # the base's own settings too

@@ -10,7 +10,7 @@ from typing import Annotated
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, Probability, checked_init
+from ..settings import AtLeast, Between, Probability, CheckedSettings
 from .allocation import Allocation
 from .shares import check_val_fraction
 
@@ -33,16 +33,10 @@ def counts_from_ratios(mixture: torch.Tensor, totals: torch.Tensor) -> torch.Ten
     return counts
 
 
-class Partition:
+class Partition(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
     """Base: subclasses define `mixture(S, g)`."""
     name = "partition"
     needs_two = False
-
-    def __init_subclass__(cls, **kwargs):
-        """Every partition's declared setting rules are checked when it is built (settings.checked_init)."""
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            cls.__init__ = checked_init(cls.__dict__["__init__"], "partition")
 
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 100, min_samples: Annotated[int, AtLeast(1)] = 100,
                  max_samples: Annotated[int, AtLeast(1)] = 200,
@@ -141,5 +135,3 @@ class Clustered(Partition):
         mix[torch.arange(self.num_clients), torch.arange(self.num_clients) % S] = 1.0
         return mix
 
-
-Partition.__init__ = checked_init(Partition.__init__, "partition")   # the base's own settings too
