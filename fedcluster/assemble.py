@@ -1,6 +1,7 @@
 """Assembling a run from its composed config: hardware, data, model, algorithm, local solver,
 and the choice of training engine. Every check that needs built objects (the model against the
 data's inputs, the memory the data will take) happens here, before the run writes anything."""
+import inspect
 import sys
 
 import hydra
@@ -40,12 +41,22 @@ def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) 
     return "looped" if (device.type == "cpu" and has_conv) else "batched"
 
 
+def _takes_name(target: str) -> bool:
+    """Whether the class or function `target` declares a `name` parameter (the image and text sources
+    choose their reader by it; for every other component `name` only labels the config)."""
+    try:
+        params = inspect.signature(hydra.utils.get_object(target)).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False   # instantiate names the target's own problem
+    return "name" in params and params["name"].kind is not inspect.Parameter.VAR_KEYWORD
+
+
 def _drop_names(plain):
     """Remove the descriptive `name` key of every node that will be instantiated (nested
-    ones too, e.g. CAM's base), except the image and text sources, whose reader is chosen by name."""
+    ones too, e.g. CAM's base), except where the target takes a `name` (`_takes_name`)."""
     if isinstance(plain, dict):
-        if "_target_" in plain and not str(plain["_target_"]).endswith(("ImageSource", "TextSource")):
-            plain.pop("name", None)
+        if "_target_" in plain and "name" in plain and not _takes_name(str(plain["_target_"])):
+            plain.pop("name")
         for v in plain.values():
             _drop_names(v)
     return plain

@@ -11,6 +11,7 @@ validate.py on a config; a class checks only what one value cannot say alone (mi
 import inspect
 import math
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
@@ -63,17 +64,22 @@ Count = Between(1, MAX_COUNT)
 
 @dataclass(frozen=True)
 class OneOf(Rule):
+    """One of `values`. `kind`: what the values are, for the refusal ("is not <kind>"; "is unknown" without)."""
     values: Tuple
+    kind: str = ""
 
-    def __init__(self, *values):
+    def __init__(self, *values, kind: str = ""):
         object.__setattr__(self, "values", tuple(values[0]) if len(values) == 1 and
                            isinstance(values[0], (tuple, list)) else tuple(values))
+        object.__setattr__(self, "kind", kind)
 
     def ok(self, value) -> bool:
         return value in self.values
 
     def problem(self, key, value):
-        return None if value in self.values else f"{key}={value!r} is unknown; allowed: {list(self.values)}"
+        if value in self.values:
+            return None
+        return f"{key}={value!r} is {'not ' + self.kind if self.kind else 'unknown'}; allowed: {list(self.values)}"
 
     @property
     def text(self) -> str:
@@ -115,7 +121,7 @@ def check_values(group: str, values: Dict[str, object], rules: Dict[str, List[Ru
         if key not in values:
             continue
         value = values[key]
-        for entry in (value if isinstance(value, (list, tuple)) else [value]):
+        for entry in (value if isinstance(value, Sequence) and not isinstance(value, str) else [value]):   # a ListConfig too
             for rule in key_rules:
                 problem = rule.problem(f"{group}.{key}", entry)
                 if problem is not None:

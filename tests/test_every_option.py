@@ -90,6 +90,9 @@ def shrink(cfg, root: Path):
                                ("min_cluster_fraction", 0.01), ("min_cluster_test_fraction", 0.01)):
                 if key in p:
                     p[key] = value
+            if p.get("pool_class_counts"):   # pools counted for a full data set: a 30th of them fits the fake one
+                p.pool_class_counts = {side: [[n // 30 for n in row] for row in rows]
+                                       for side, rows in p.pool_class_counts.items()}
         for node in (a, a.get("base") or {}):
             for key, value in (("selection_size", 3), ("local_rounds", 1), ("split_after_round", 0),
                                ("kmeans_iters", 2), ("max_passes", 2), ("head_epochs", None)):

@@ -70,7 +70,14 @@ def bad_value(rule, annotation):
     return None
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS + PARTITIONS, ids=lambda c: c.__name__)
+from fedcluster.config import OPTIONS   # noqa: E402
+DATASETS = sorted(OPTIONS["dataset"], key=lambda c: c.__name__)
+# what a data source cannot be built without; building it reads its files, so only refusals are built here
+DATASET_REQUIRED = {"ImageSource": {"name": "fashion_mnist", "distributions": [{"rotation": 0}]},
+                    "TextSource": {"name": "ag_news"}}
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS + PARTITIONS + DATASETS, ids=lambda c: c.__name__)
 def test_every_numeric_setting_declares_its_rule(cls):
     missing = [p.name for p in parameters(cls) if numeric(p.annotation) and not unwrap(p.annotation)[1]]
     assert not missing, f"{cls.__name__}: numeric settings without a declared rule: {missing}"
@@ -94,7 +101,25 @@ def test_a_declared_rule_refuses_a_bad_value_when_the_class_is_built(cls):
     assert checked or not any(unwrap(p.annotation)[1] for p in parameters(cls))
 
 
-@pytest.mark.parametrize("package, classes", [("algorithms", ALGORITHMS), ("partitions", PARTITIONS)])
+@pytest.mark.parametrize("cls", DATASETS, ids=lambda c: c.__name__)
+def test_a_data_sources_declared_rule_refuses_a_bad_value_before_any_file_is_read(cls, tmp_path):
+    """The check runs before the constructor's body: a refusal names the setting even where the files are missing."""
+    base = {**DATASET_REQUIRED.get(cls.__name__, {}), "root": str(tmp_path)} if "root" in \
+        {p.name for p in parameters(cls)} else dict(DATASET_REQUIRED.get(cls.__name__, {}))
+    checked = 0
+    for p in parameters(cls):
+        for rule in unwrap(p.annotation)[1]:
+            value = bad_value(rule, p.annotation)
+            if value is None:
+                continue
+            with pytest.raises(ConfigError, match=rf"^dataset\.{p.name}="):
+                cls(**{**base, p.name: value})
+            checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("package, classes", [("algorithms", ALGORITHMS), ("partitions", PARTITIONS),
+                                              ("data", DATASETS)])
 def test_no_constructor_repeats_a_single_values_check(package, classes):
     """A value's rule lives in the signature; a constructor may check what several values say together."""
     found = []
@@ -106,8 +131,8 @@ def test_no_constructor_repeats_a_single_values_check(package, classes):
                 params = {a.arg for a in fn.args.args + fn.args.kwonlyargs} - {"self"}
                 for node in ast.walk(fn):
                     if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in ast.walk(node)):
-                        if isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], ast.Is):
-                            continue   # a setting that must be given (`x is None`): no range a rule could state
+                        if isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], (ast.Is, ast.IsNot)):
+                            continue   # whether a setting is given (`x is None`, `is not None`): no range a rule could state
                         names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} | \
                             {n.attr for n in ast.walk(node.test) if isinstance(n, ast.Attribute)
                              and isinstance(n.value, ast.Name) and n.value.id == "self"}

@@ -377,3 +377,37 @@ def test_label_skew2_fixed_label_sets_are_the_clusters_classes_and_bad_ones_are_
     for bad in ([[0, 1, 2, 3]] * 5, sets[:4], [[2, 4, 6, 9], [0, 2, 3, 4], [0, 4, 6, 7], [3, 4, 5, 6], [2, 3, 6, 12]]):
         with pytest.raises(ConfigError, match=r"^partition\.label_sets=.* is not allowed; allowed: 5 sets"):
             LabelSkew2(num_clusters=5, num_clients=25, label_sets=bad).split(TRAIN, TEST, C, G())
+
+
+def test_label_skew3_fixed_pool_class_counts_are_the_clusters_pools_and_bad_ones_are_one_line():
+    """partition.pool_class_counts: each cluster's training and test pools hold exactly the given samples of
+    each class (a partition another program drew, e.g. the authors' exp202 at their first seed), its clients
+    draw from them; counts that do not fit the skew or the data are refused naming the value."""
+    rng = np.random.default_rng(7)
+    train = rng.integers(50, 550, size=(5, C))
+    test = rng.integers(20, 180, size=(5, C))
+    for k, gone in enumerate([9, 0, 1, 2]):                     # label skew 3's clusters 1-4 miss 9, 0, 1, 2
+        train[k, gone] = test[k, gone] = 0
+    counts = {"train": train.tolist(), "test": test.tolist()}
+    part = LabelSkew3(num_clusters=5, num_clients=25, samples_per_client=100, test_samples_per_client=20,
+                      pool_class_counts=counts)
+    for side, labels, given in (("training", TRAIN, train), ("test", TEST, test)):
+        for seed in range(2):
+            pools = pools_of(part, labels, seed, side)
+            assert (np.stack([np.bincount(labels.numpy()[p], minlength=C) for p in pools]) == given).all()
+            assert len(np.unique(np.concatenate(pools))) == given.sum()      # no sample in two pools
+    split = part.split(TRAIN, TEST, C, G())
+    for k in range(5):
+        drawn = class_counts(split)[5 * k:5 * k + 5].sum(0)
+        assert (drawn <= train[k]).all() and ((drawn > 0) <= (train[k] > 0)).all()
+    too_many = train.copy()
+    too_many[4, 3] = 3001
+    elsewhere = train.copy()
+    elsewhere[0, 9] = 5
+    for bad, message in (({"train": train[:4].tolist(), "test": counts["test"]}, r"is not allowed; allowed: 5 rows"),
+                         ({"test": counts["test"]}, r"is not allowed; allowed: 5 rows"),
+                         ({"train": too_many.tolist(), "test": counts["test"]}, r"asks \d+ samples of class 3"),
+                         ({"train": elsewhere.tolist(), "test": counts["test"]}, r"gives class 9 to a cluster")):
+        with pytest.raises(ConfigError, match=r"^partition\.pool_class_counts\.train" + ".*" + message):
+            LabelSkew3(num_clusters=5, num_clients=25, samples_per_client=100, pool_class_counts=bad).split(
+                TRAIN, TEST, C, G())

@@ -11,7 +11,7 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
-from ..settings import AtLeast
+from ..settings import AtLeast, CheckedSettings, OneOf
 from .augment import CropFlip
 from .readers import READERS
 from .samples import ImageDecode
@@ -105,7 +105,7 @@ def channel_stats(x: torch.Tensor):
     return mean.to(torch.float32).view(-1, 1, 1), std.to(torch.float32).view(-1, 1, 1)
 
 
-class ImageSource:
+class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
     task = "classification"
     value_bytes = 1   # pixels are stored as uint8 until a batch is read (data/samples.py)
 
@@ -114,12 +114,10 @@ class ImageSource:
         """The task a config of this source makes, before it is built (validate.py)."""
         return "reconstruction" if settings.get("unsupervised") else cls.task
 
-    def __init__(self, name: str, distributions: Sequence[dict], root: str = "data", download: bool = False,
+    def __init__(self, name: Annotated[str, OneOf(*sorted(READERS))], distributions: Sequence[dict], root: str = "data", download: bool = False,
                  test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0,
                  reader_kwargs: Optional[dict] = None, train_size: Annotated[Optional[int], AtLeast(1)] = None,
                  unsupervised: bool = False, augment: Optional[dict] = None, normalize: bool = False):
-        if name not in READERS:
-            raise ConfigError(f"dataset.name={name!r} is unknown; allowed: {sorted(READERS)}")
         self.specs = distribution_specs(name, distributions)
         if augment and unsupervised:
             raise ConfigError("dataset.augment is not allowed with dataset.unsupervised=true (the targets are the "

@@ -13,10 +13,10 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
-from ..settings import AtLeast, Positive
+from ..settings import AtLeast, Between, CheckedSettings, Positive
 
 
-class SyntheticRegression:
+class SyntheticRegression(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
     task = "regression"
     num_classes = 0
     size_setting = "dim"   # what a sample's size follows (data/budget.py names it in a refusal)
@@ -24,12 +24,6 @@ class SyntheticRegression:
     def __init__(self, dim: Annotated[int, AtLeast(1)] = 10, num_distributions: Annotated[int, AtLeast(1)] = 2,
                  theta_var: Annotated[float, Positive] = 10.0, noise_std: Annotated[float, AtLeast(0)] = 1.0,
                  test_size: Annotated[int, AtLeast(1)] = 2000, seed: Annotated[int, AtLeast(0)] = 0):
-        if dim < 1 or num_distributions < 1 or test_size < 1:
-            raise ConfigError(f"synthetic dataset needs dim, num_distributions, test_size >= 1; "
-                              f"got dim={dim}, num_distributions={num_distributions}, test_size={test_size}")
-        if theta_var <= 0 or noise_std < 0:
-            raise ConfigError(f"synthetic dataset needs theta_var > 0 and noise_std >= 0; got theta_var={theta_var}, "
-                              f"noise_std={noise_std}")
         self.in_shape = (dim,)
         self.noise_std = noise_std
         self.test_size = test_size
@@ -97,10 +91,9 @@ class SeparatedRegression(SyntheticRegression):
     IFCA/FedSoft synthetic data) and sigma = 0.01."""
 
     def __init__(self, dim: Annotated[int, AtLeast(1)] = 10, num_distributions: Annotated[int, AtLeast(1)] = 5,
-                 delta: Annotated[float, Positive] = 1.0, noise_std: Annotated[float, AtLeast(0)] = 0.01,
+                 delta: Annotated[float, Between(0, 2, lo_open=True)] = 1.0,   # unit vectors are at most 2 apart
+                 noise_std: Annotated[float, AtLeast(0)] = 0.01,
                  test_size: Annotated[int, AtLeast(1)] = 2000, seed: Annotated[int, AtLeast(0)] = 0):
-        if not 0 < delta <= 2:
-            raise ConfigError(f"dataset.delta={delta} must be in (0, 2]: unit vectors are at most 2 apart")
         super().__init__(dim, num_distributions, 1.0, noise_std, test_size, seed)
         self.delta = delta
 

@@ -19,7 +19,7 @@ import torch
 
 from ..errors import ConfigError, DataNotFoundError
 from ..rng import generator
-from ..settings import AtLeast, Between, OneOf
+from ..settings import AtLeast, Between, CheckedSettings, OneOf
 
 FORMATS = (".csv", ".npz", ".pt")
 
@@ -70,7 +70,7 @@ def _columns(path: Path, features: str, feature_columns: Optional[List[str]], la
     return out
 
 
-class TensorSource:
+class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
     """Samples from the user's file(s). See the module docstring for the layout."""
     value_bytes = 4
 

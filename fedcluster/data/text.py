@@ -24,7 +24,7 @@ import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
-from ..settings import AtLeast
+from ..settings import AtLeast, Between, CheckedSettings, OneOf
 
 AMAZON_DOMAINS = ("books", "dvd", "electronics", "kitchen")
 PAD, UNKNOWN = 0, 1
@@ -98,36 +98,39 @@ def _require(path: Path, name: str) -> Path:
     return path
 
 
-class TextSource:
+# Each text data set: the method of TextSource that reads it, and the setting a sample's size follows
+# (data/budget.py names it in a refusal): token ids (max_len) or word-presence vectors (vocab_size).
+TEXT_SETS = {"ag_news": ("_read_ag_news", "max_len"), "amazon": ("_read_amazon", "vocab_size")}
+
+
+class TextSource(CheckedSettings, group="dataset"):
     """AG News (`name: ag_news`, one distribution) or Amazon reviews (`name: amazon`, one
     distribution per domain in `domains`), with the same interface as ImageSource (pool for label
-    partitions, sample for mixture/cluster partitions)."""
+    partitions, sample for mixture/cluster partitions). `name` picks the reader from TEXT_SETS."""
     task = "classification"
 
-    def __init__(self, name: str, root: str = "data", vocab_size: Annotated[int, AtLeast(1)] = 20000,
-                 max_len: Annotated[int, AtLeast(1)] = 64, domains: Sequence[str] = AMAZON_DOMAINS,
-                 test_fraction: float = 0.2, train_size: Annotated[Optional[int], AtLeast(1)] = None,
+    def __init__(self, name: Annotated[str, OneOf(*TEXT_SETS, kind="a text data set")], root: str = "data",
+                 vocab_size: Annotated[int, AtLeast(1)] = 20000, max_len: Annotated[int, AtLeast(1)] = 64,
+                 domains: Annotated[Sequence[str], OneOf(*AMAZON_DOMAINS, kind="an Amazon domain")] = AMAZON_DOMAINS,
+                 test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
+                 train_size: Annotated[Optional[int], AtLeast(1)] = None,
                  test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0):
-        if name not in ("ag_news", "amazon"):
-            raise ConfigError(f"dataset.name={name!r} is not a text data set; allowed: ['ag_news', 'amazon']")
-        if vocab_size < 1 or max_len < 1 or not 0 < test_fraction < 1:
-            raise ConfigError(f"dataset needs vocab_size >= 1, max_len >= 1, 0 < test_fraction < 1; got {vocab_size}, "
-                              f"{max_len}, {test_fraction}")
         self.name, self.seed, self.train_size, self.test_size = name, seed, train_size, test_size
-        root = Path(root).expanduser()
-        # what a sample's size follows (data/budget.py names it in a refusal): token ids or word counts
-        self.size_setting = "max_len" if name == "ag_news" else "vocab_size"
-        if name == "ag_news":
-            self._pools = self._ag_news(root / "ag_news", vocab_size, max_len)
-            self.distribution_names, self.num_classes, self.in_shape = ["ag_news"], 4, (max_len,)
-        else:
-            unknown = [d for d in domains if d not in AMAZON_DOMAINS]
-            if unknown or not domains:
-                raise ConfigError(f"dataset.domains={list(domains)} has unknown entries {unknown}; allowed: "
-                                  f"{list(AMAZON_DOMAINS)}")
-            self._pools = self._amazon(root / "amazon" / "processed_acl", list(domains), vocab_size, test_fraction)
-            self.distribution_names, self.num_classes = list(domains), 2
-            self.in_shape = (self._pools["train"][0][0].shape[1],)
+        reader, self.size_setting = TEXT_SETS[name]
+        self._pools, self.distribution_names, self.num_classes, self.in_shape = getattr(self, reader)(
+            Path(root).expanduser(), vocab_size=vocab_size, max_len=max_len, domains=list(domains),
+            test_fraction=test_fraction)
+
+    def _read_ag_news(self, root: Path, vocab_size: int, max_len: int, **_):
+        """AG News: one distribution, 4 classes, `max_len` token ids per text."""
+        return self._ag_news(root / "ag_news", vocab_size, max_len), ["ag_news"], 4, (max_len,)
+
+    def _read_amazon(self, root: Path, vocab_size: int, domains: List[str], test_fraction: float, **_):
+        """Amazon reviews: one distribution per domain, 2 classes, word-presence vectors."""
+        if not domains:
+            raise ConfigError("dataset.domains=[] is empty; allowed: a non-empty list of " + ", ".join(AMAZON_DOMAINS))
+        pools = self._amazon(root / "amazon" / "processed_acl", domains, vocab_size, test_fraction)
+        return pools, domains, 2, (pools["train"][0][0].shape[1],)
 
     def _ag_news(self, folder: Path, vocab_size: int, max_len: int):
         from sklearn.feature_extraction.text import CountVectorizer

@@ -3,7 +3,7 @@ How each class is split over the clusters holding it is one component, `LabelSet
 the three skews own (composition: each skew declares all its settings in its signature)."""
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, List, Optional
+from typing import Annotated, Dict, List, Optional
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class LabelSetPools:
     min_cluster_test_fraction: float
     test_follows_train: bool
     train_shares: Optional[tuple] = field(default=None, compare=False, repr=False)   # (reserve, props) of the training split
+    class_counts: Optional[dict] = None   # {"train": [K][C], "test": [K][C]}: each cluster's pool fixed, not drawn
 
     def __post_init__(self):
         if self.alpha <= 0:
@@ -62,7 +63,37 @@ class LabelSetPools:
                 parts[k].append(piece)
         return [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
 
+    def counted(self, labels, C, holders, rng, need, split, K: int, name: str) -> List[np.ndarray]:
+        """Each cluster's pool with the class counts `class_counts` gives for this split: the class's
+        shuffled samples dealt out in cluster order (a replay of a partition another program drew)."""
+        side = "train" if split == "training" else "test"
+        key = f"partition.pool_class_counts.{side}"
+        counts = np.asarray(self.class_counts.get(side) if isinstance(self.class_counts, dict) else None, dtype=object)
+        if counts.shape != (K, C) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
+                                             for v in counts.ravel()):
+            raise ConfigError(f"{key}={self.class_counts.get(side) if isinstance(self.class_counts, dict) else None} "
+                              f"is not allowed; allowed: {K} rows (one per cluster) of {C} whole numbers >= 0 "
+                              "(samples of each class), under both keys train and test")
+        counts = counts.astype(np.int64)
+        members = class_members(labels, C, rng)
+        for c in range(C):
+            if counts[:, c].sum() > len(members[c]):
+                raise ConfigError(f"{key} asks {int(counts[:, c].sum())} samples of class {c}; the {split} set has "
+                                  f"{len(members[c])}")
+            if any(counts[k, c] and k not in holders[c] for k in range(K)):
+                raise ConfigError(f"{key} gives class {c} to a cluster that does not hold it (clusters holding it: "
+                                  f"{holders[c]}); allowed: 0 there")
+        starts = np.vstack([np.zeros((1, C), dtype=np.int64), np.cumsum(counts, axis=0)])
+        pools = [np.concatenate([members[c][starts[k, c]:starts[k + 1, c]] for c in range(C)]) for k in range(K)]
+        if min(len(p) for p in pools) < need:
+            raise ConfigError(f"{key}: cluster {int(np.argmin([len(p) for p in pools]))}'s pool of "
+                              f"{min(len(p) for p in pools)} is smaller than its clients need ({need}); lower "
+                              "partition.num_clients or the samples per client")
+        return pools
+
     def pools(self, labels, C, holders, rng, need, split, K: int, name: str) -> List[np.ndarray]:
+        if self.class_counts is not None:
+            return self.counted(labels, C, holders, rng, need, split, K, name)
         if split == "test" and self.test_follows_train and self.train_shares is not None:
             reserve, props = self.train_shares
             return self.assemble(class_members(labels, C, rng), holders, props, reserve, K)
@@ -197,10 +228,17 @@ class LabelSkew3(ClusterSkew):
     def __init__(self, shuffle_classes: bool = False, min_cluster_fraction: Annotated[float, Fraction] = 0.1,
                  min_cluster_test_fraction: Annotated[float, Fraction] = 0.075,
                  alpha: Annotated[float, Positive] = 0.5, reserve_fraction: Annotated[float, Fraction] = 0.1,
-                 test_follows_train: bool = False, **kw):
+                 test_follows_train: bool = False, pool_class_counts: Optional[Dict[str, List[List[int]]]] = None,
+                 **kw):
+        """pool_class_counts: each cluster's pool fixed instead of drawn, {train: K rows of C counts, test: ...}:
+        how many samples of each class cluster k's training and test pools hold (the samples themselves are
+        still drawn). E.g. the pools the authors' code drew for Fashion-MNIST at its first seed
+        (docs/results/paper_protocol/clove_authors_code.md); alpha, reserve_fraction and the minimum pool
+        sizes then have no effect."""
         super().__init__(**kw)
         self.pooling = LabelSetPools(alpha, reserve_fraction, min_cluster_fraction, min_cluster_test_fraction,
-                                     test_follows_train)
+                                     test_follows_train, class_counts=None if pool_class_counts is None else
+                                     {k: [list(r) for r in v] for k, v in dict(pool_class_counts).items()})
         self.shuffle_classes = shuffle_classes
 
     def cluster_classes(self, C, rng) -> List[np.ndarray]:
