@@ -36,6 +36,7 @@ INSTEAD = {   # options that need other data than CONTEXT gives their group
     ("model", "fc_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
     ("model", "conv_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
     **{("partition", mix): TWO_ROTATIONS for mix in ("mix_10_90", "mix_30_70", "linear", "random", "clustered")},
+    ("partition", "natural"): ["dataset=mnist_rot4", "model=lenet", "engine=batched"],   # 4 groups: 4 clients
 }
 
 
@@ -83,7 +84,7 @@ def shrink(cfg, root: Path):
         clusters = cfg.num_clusters or p.get("default_clusters") or 2
         if "max_samples" in p:              # mixture partitions: K defaults to the distributions (up to 8)
             p.update(num_clients=16, min_samples=10, max_samples=20)
-        else:                               # label partitions and cluster skews
+        elif "num_clients" in p:            # label partitions and cluster skews (natural clients: the data's groups)
             p.num_clients = 2 * clusters
             for key, value in (("min_samples", 2), ("samples_per_client", 12), ("test_samples_per_client", 4),
                                ("class_samples_per_cluster", 12), ("test_class_samples_per_cluster", 4),
