@@ -70,7 +70,6 @@ class Config:
     eval_local_train: bool = MISSING
     eval_round_start_train: bool = MISSING
     num_clusters: Optional[int] = MISSING
-    warmup_rounds: int = MISSING
     checkpoint_every: int = MISSING
     progress: bool = MISSING
     plots: bool = MISSING
@@ -131,13 +130,20 @@ def _name_excluded_keys() -> list:
     return list(NAME_EXCLUDED_KEYS)
 
 
+def percent_of(percent, total) -> int:
+    """`${fc_percent_of:P,${rounds}}`: P % of a whole number, rounded down in whole-number arithmetic (30 % of 30
+    rounds is 9, not float 0.3 * 30 = 8.999...): a setting that follows the run's length, e.g. IFCA-CAM's FedAvg
+    warm-up, 30 of Fed-CAM's 100 rounds (conf/algorithm/ifca_cam.yaml)."""
+    return int(total) * int(percent) // 100
+
+
 def register_resolvers() -> None:
     """fc_unique is cached like Hydra's `now`: a launcher copies the launching process's resolver
     cache into every job's config (ConfigLoader.load_sweep_config) and the cache travels with the
     pickled config, so a job in another process (joblib, submitit, Ray, SLURM) resolves
     hydra.sweep.dir to the directory the sweep announced, not to one with its own suffix."""
     for name, fn, cached in (("fc_unique", _unique, True), ("fc_subdir", sweep_job_dirname, False),
-                             ("fc_name_excluded_keys", _name_excluded_keys, False)):
+                             ("fc_name_excluded_keys", _name_excluded_keys, False), ("fc_percent_of", percent_of, False)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=cached)
 

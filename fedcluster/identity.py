@@ -29,6 +29,22 @@ NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize
 NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", "fedcluster.algorithms.LocalOnly")}
 
 
+# Top-level keys removed after runs were recorded, each with where its value lives now and the value it had
+# by default (2026-11-28: `warmup_rounds`, IFCA-CAM's FedAvg warm-up, is the algorithm's own setting; every other
+# method never read it). A stored config that still has one is the same run without it; the seals written while
+# it existed are still accepted (`accepted_fingerprints`).
+RETIRED_KEYS = {"warmup_rounds": (("algorithm", "warmup_rounds"), 30)}
+
+
+def _retired_value(config: dict, key: str):
+    """The value a config had for retired `key` while it existed: its own, else the owner's copy, else the default."""
+    if key in config:
+        return config[key]
+    (group, name), default = RETIRED_KEYS[key]
+    owner = config.get(group)
+    return owner[name] if isinstance(owner, dict) and name in owner else default
+
+
 def _neutral_here(config: dict, path) -> bool:
     """The added key `path` is in `config` at its neutral value (where NEUTRAL_ONLY_WHERE applies, only there)."""
     neutral = NEUTRAL_ADDED_KEYS[path]
@@ -53,8 +69,9 @@ def _without(config: dict, paths) -> dict:
 
 
 def comparable(config: dict) -> dict:
-    """The config without the keys that do not change a run's results (and the added keys at their neutral value)."""
-    out = {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
+    """The config without the keys that do not change a run's results (and the added keys at their neutral value,
+    and the retired keys)."""
+    out = {k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS}
     return _without(out, [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(out, p)])
 
 
@@ -77,11 +94,14 @@ def config_fingerprint(config: dict) -> str:
 def accepted_fingerprints(config: dict) -> set:
     """The fingerprints a sealed run or checkpoint of `config` may carry: today's, and those written by code
     from before each NEUTRAL_ADDED_KEYS key's neutral rule (each added key at its neutral value counted or not:
-    a run sealed while one key's rule existed and another key's did not is accepted too)."""
+    a run sealed while one key's rule existed and another key's did not is accepted too), and, for each of
+    those, the one written while the RETIRED_KEYS still were top-level keys (at the value the run had)."""
     from itertools import combinations
-    plain = {k: v for k, v in config.items() if k not in VOLATILE_KEYS}
+    plain = {k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS}
+    with_retired = {**plain, **{k: _retired_value(config, k) for k in RETIRED_KEYS}}
     here = [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(plain, p)]
-    return {_digest(_without(plain, chosen)) for n in range(len(here) + 1) for chosen in combinations(here, n)}
+    return {_digest(_without(base, chosen)) for base in (plain, with_retired)
+            for n in range(len(here) + 1) for chosen in combinations(here, n)}
 
 
 def _digest(config: dict) -> str:

@@ -52,7 +52,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         "status": "complete", "wall_time_s": round(wall, 3),
         "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
                       for g in ("dataset", "partition", "model", "algorithm", "train")},
-                   "num_clusters": cfg.get("num_clusters"), "warmup_rounds": cfg.get("warmup_rounds")},
+                   "num_clusters": cfg.get("num_clusters")},
         "versions": {"fedcluster": __version__, "revision": source_revision(), "torch": torch.__version__,
                      "python": platform.python_version(), "numpy": np.__version__},
     }

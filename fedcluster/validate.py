@@ -16,7 +16,7 @@ from omegaconf.errors import InterpolationResolutionError
 from .engine.optim import OPTIMIZERS
 from .errors import ConfigError
 from .schema import parameters
-from .settings import MAX_BATCH, MAX_COUNT, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
+from .settings import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
 
 INT64_MAX = 2 ** 63 - 1
 # The metrics each task's evaluation produces (metrics.model_metrics), for `objective`.
@@ -24,7 +24,7 @@ TASK_METRICS = {"regression": ("mse",), "reconstruction": ("mse",), "classificat
 
 RUN_RULES: Dict[str, Rule] = {
     "rounds": Count, "seed": AtLeast(0), "eval_every": AtLeast(1), "checkpoint_every": AtLeast(0),
-    "warmup_rounds": Between(0, MAX_COUNT), "num_clusters": AtLeast(1), "divergence_factor": Positive,
+    "num_clusters": AtLeast(1), "divergence_factor": Positive,
     "train.lr": Positive, "train.epochs": Count, "train.batch_size": Between(1, MAX_BATCH), "train.steps": Count,
     "train.momentum": Probability, "train.weight_decay": AtLeast(0), "train.optimizer": OneOf(sorted(OPTIMIZERS)),
 }
@@ -126,9 +126,9 @@ def validate(cfg: DictConfig) -> None:
     alg = plain.get("algorithm") or {}
     if alg.get("warmup") == "fedavg" and isinstance(alg.get("warmup_rounds"), int) \
             and isinstance(plain.get("rounds"), int) and alg["warmup_rounds"] >= plain["rounds"]:
-        raise ConfigError(f"warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "
+        raise ConfigError(f"algorithm.warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "
                           f"algorithm={alg.get('name')} would never leave its FedAvg warm-up (a FedAvg run under its "
-                          "name); allowed: warmup_rounds < rounds (Fed-CAM: 30 of 100)")
+                          "name); allowed: algorithm.warmup_rounds < rounds (Fed-CAM: 30 of 100)")
     part = plain.get("partition", {})
     if part.get("min_samples") is not None and part.get("max_samples") is not None \
             and part["min_samples"] > part["max_samples"]:

@@ -10,7 +10,7 @@
 # (TABLES=1 and TABLES=2 may run side by side, e.g. with OMP_NUM_THREADS=1 each on a 2-core machine.)
 set -euo pipefail
 out=${1:-outputs/presets/cam_fmnist_cpu}; shift || true
-common=(partition.num_clients=20 dataset.train_size=4000 dataset.test_size=1000 rounds=20 warmup_rounds=6
+common=(partition.num_clients=20 dataset.train_size=4000 dataset.test_size=1000 rounds=20
         eval_every=5 engine=batched hydra.sweeper.params.dataset=fashion_mnist hydra.sweeper.params.seed=0 "$@")
 start=$(date +%s)
 for t in ${TABLES:-1 2}; do

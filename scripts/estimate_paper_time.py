@@ -35,7 +35,7 @@ def jobs(sweep, ks=(5, 10)):
                 ov = ["+preset=cam/table1", "hydra.mode=RUN", "dataset=fashion_mnist", "partition=cluster_dirichlet",
                       f"num_clusters={K}", f"algorithm={m}",
                       # CAM methods: 1 warm-up round, so the timed rounds (2 and on) are CAM rounds
-                      "warmup_rounds=1" if m.endswith("_cam") else "warmup_rounds=30"]
+                      *(["algorithm.warmup_rounds=1"] if m == "ifca_cam" else [])]
                 out.append((f"cam K={K} {m}", ov, 2 * 3, 100, 30 if m.endswith("_cam") else 0))
     if sweep in ("clove_fmnist", "all"):
         for mix in CLOVE_MIXINGS:

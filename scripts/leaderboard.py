@@ -219,8 +219,9 @@ def device_section(table: dict) -> list:
 
 
 def own_settings_section(found) -> list:
-    """Each method's settings other than its defaults (its runs' `algorithm.*` and `warmup_rounds`
-    overrides), read from the runs themselves, so the page says what leaderboard.sh gave a method."""
+    """Each method's settings other than its defaults (its runs' `algorithm.*` overrides, and `warmup_rounds`,
+    IFCA-CAM's warm-up in runs from before it was the algorithm's own setting), read from the runs themselves, so
+    the page says what leaderboard.sh gave a method."""
     own, runs = {}, {}
     for r in found.runs:
         method = str(r.summary.get("algorithm"))

@@ -59,16 +59,16 @@ job() {   # job PRESET DATASET PARTITION SEED ALGORITHM [override ...]
   local preset=$1 dataset=$2 partition=$3 seed=$4 algorithm=$5
   shift 5
   if [[ $planning == 1 ]]; then printf '%s\t%s\t%s\t%s\n' "$dataset" "$partition" "$algorithm" "$seed" >> "$plan.tmp"; return; fi
-  local own=()
+  local own=() given=() a
   [[ $algorithm == fedsoft ]] && own=(algorithm.selection_size=12 algorithm.lam=0.1)
-  if [[ $algorithm == ifca_cam ]]; then   # Fed-CAM's warm-up is 30 of 100 rounds: keep that share in a shorter run
-    local a   # the part's rounds, then the user's (given last, they win); the user's own warm-up wins over both
-    for a in "$@" ${extra[@]+"${extra[@]}"}; do [[ $a == rounds=* ]] && own=(warmup_rounds=$(( ${a#rounds=} * 3 / 10 ))); done
-    for a in ${extra[@]+"${extra[@]}"}; do [[ $a == warmup_rounds=* ]] && own=(); done
-  fi
+  # IFCA-CAM's FedAvg warm-up is its own setting, 30 % of the run's rounds (conf/algorithm/ifca_cam.yaml, Fed-CAM's
+  # 30 of 100); warmup_rounds=W on this script's command line sets it for IFCA-CAM's jobs alone
+  for a in ${extra[@]+"${extra[@]}"}; do
+    if [[ $a == warmup_rounds=* ]]; then [[ $algorithm == ifca_cam ]] && own+=(algorithm.$a); else given+=("$a"); fi
+  done
   local args=(+preset="$preset" algorithm="$algorithm" hydra.sweeper.params.dataset="$dataset"
     hydra.sweeper.params.partition="$partition" hydra.sweeper.params.algorithm="$algorithm"
-    hydra.sweeper.params.seed="$seed" ${own[@]+"${own[@]}"} "$@" ${extra[@]+"${extra[@]}"} hydra.sweep.dir="$dir")
+    hydra.sweeper.params.seed="$seed" ${own[@]+"${own[@]}"} "$@" ${given[@]+"${given[@]}"} hydra.sweep.dir="$dir")
   if $list; then echo "${args[*]}"; return; fi
   fedcluster "${args[@]}" \
     || { failed=$((failed + 1)); echo "leaderboard.sh: job failed: $preset $dataset $partition seed $seed $algorithm $*"; }

@@ -4,7 +4,7 @@ Every (method, N) runs in its own process: one round of Fed-CAM's Table 1 protoc
 (`+preset=cam/table1`, Fashion-MNIST split over N clients by cluster-wise Dirichlet, K = 10,
 the FedAvg CNN, SGD with momentum, `train.steps` local steps of batch 32) with evaluation, and
 reports that process's peak resident memory (ru_maxrss). The methods: FedAvg, IFCA, IFCA-CAM
-(its CAM phase: warmup_rounds=0), FedSoft and local-only training (personal models: one model
+(its CAM phase: algorithm.warmup_rounds=0), FedSoft and local-only training (personal models: one model
 per client is their state), and `reference`: FedAvg written as the plain loop other FL code runs,
 one torch.nn module and torch.optim.SGD trained client after client, each result added into the
 average, on the same data built the same way, then the same global model scored on every
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 METHODS = {
     "fedavg": ["algorithm=fedavg"],
     "ifca": ["algorithm=ifca"],
-    "ifca_cam": ["algorithm=ifca_cam", "warmup_rounds=0"],
+    "ifca_cam": ["algorithm=ifca_cam", "algorithm.warmup_rounds=0"],
     "fedsoft": ["algorithm=fedsoft"],    # selection size: a tenth of the clients (set per N)
     "local": ["algorithm=local"],
     "reference": ["algorithm=fedavg"],

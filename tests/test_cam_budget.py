@@ -16,7 +16,7 @@ from conftest import make_cfg
 from fakedata import write_mnist_like
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = ["partition.num_clients=10", "partition.min_samples=4", "rounds=2", "warmup_rounds=1", "eval_every=1",
+FAST = ["partition.num_clients=10", "partition.min_samples=4", "rounds=2", "eval_every=1",
         "progress=false", "checkpoint_every=0", "num_clusters=2"]
 LENET = ["model=lenet"]   # runs whose point is not the model: LeNet keeps them short (the presets' CNN runs in test_every_option)
 
@@ -60,7 +60,8 @@ def test_cam_presets_take_whole_epochs_instead_of_steps(fake_fmnist):
 def test_epoch_budget_reaches_the_run_and_changes_its_result(fake_fmnist, tmp_path):
     """The epoch budget is a real run setting: recorded in the run's config and a different
     training, not a label."""
-    common = ["+preset=cam/table1", f"dataset.root={fake_fmnist}", "partition=cluster_nclass", "algorithm=ifca_cam"] + FAST + LENET
+    common = ["+preset=cam/table1", f"dataset.root={fake_fmnist}", "partition=cluster_nclass", "algorithm=ifca_cam",
+              "algorithm.warmup_rounds=1"] + FAST + LENET
     steps = run(make_cfg(common), tmp_path / "steps")
     epochs = run(make_cfg(common + ["train.steps=null", "train.epochs=2"]), tmp_path / "epochs")
     saved = (tmp_path / "epochs" / "config.yaml").read_text()
@@ -73,7 +74,8 @@ def test_epoch_budget_reaches_the_run_and_changes_its_result(fake_fmnist, tmp_pa
 def test_eq6_and_plain_mean_cluster_updates_are_both_selectable_and_differ(fake_fmnist, tmp_path):
     """One cluster update for IFCA and IFCA-CAM: the within-cluster mean by default for both;
     eq. 6 (Fed-CAM's literal rule) is the sensitivity option of each (cam_fmnist_table1.md)."""
-    common = ["+preset=cam/table1", f"dataset.root={fake_fmnist}", "partition=cluster_nclass", "algorithm=ifca_cam"] + FAST + LENET
+    common = ["+preset=cam/table1", f"dataset.root={fake_fmnist}", "partition=cluster_nclass", "algorithm=ifca_cam",
+              "algorithm.warmup_rounds=1"] + FAST + LENET
     plain = ["+preset=cam/table1", f"dataset.root={fake_fmnist}", "partition=cluster_nclass", "algorithm=ifca"] + FAST
     assert build(make_cfg(plain))[2].update == "mean"
     assert build(make_cfg(plain + ["algorithm.update=eq6"]))[2].update == "eq6"

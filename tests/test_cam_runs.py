@@ -12,8 +12,13 @@ from fedcluster.runner import run
 from conftest import die_in_round, make_cfg
 from fakedata import write_cifar10, write_mnist_like
 
-TINY = ["partition.num_clients=10", "partition.min_samples=4", "rounds=3", "warmup_rounds=1", "train.steps=2",
+TINY = ["partition.num_clients=10", "partition.min_samples=4", "rounds=3", "train.steps=2",
         "eval_every=1", "progress=false", "checkpoint_every=0"]
+
+
+def warm_up(algorithm):
+    """IFCA-CAM's own FedAvg warm-up, one round of these short runs (its default, 30 % of 3 rounds, is 0)."""
+    return ["algorithm.warmup_rounds=1"] if algorithm == "ifca_cam" else []
 
 
 @pytest.fixture
@@ -28,7 +33,7 @@ def test_cifar_presets_run_unchanged_on_fake_cifar(tmp_path, fake_cifar, table, 
     """Every preset cell runs on CIFAR-format data once it is present (here: a tiny fake)."""
     for algorithm in ("ifca_cam", "fedprox_plus"):
         cfg = make_cfg([f"+preset=cam/{table}", "dataset=cifar10", f"dataset.root={fake_cifar}",
-                        f"partition={partition}", "num_clusters=5", f"algorithm={algorithm}"] + TINY
+                        f"partition={partition}", "num_clusters=5", f"algorithm={algorithm}"] + TINY + warm_up(algorithm)
                        + ["model=lenet"])   # the preset's own CNN runs in the FMNIST tests; LeNet keeps this one short
         s = run(cfg, tmp_path / f"{algorithm}_{partition}")
         assert s["table"] == f"cam_{table}" and s["dataset"] == "cifar10" and s["num_clients"] == 10
@@ -48,7 +53,7 @@ def test_all_eight_methods_and_the_report_on_fake_fmnist(tmp_path):
     for i, algorithm in enumerate(methods):
         pick = {"ifca": ["algorithm.report_label_pick=true"], "ifca_cam": ["algorithm.base.report_label_pick=true"]}
         cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=5",
-                        f"algorithm={algorithm}"] + TINY + pick.get(algorithm, [])
+                        f"algorithm={algorithm}"] + TINY + pick.get(algorithm, []) + warm_up(algorithm)
                        + ["model=lenet"])   # the report is the point here; the presets' CNN runs in test_every_option
         run(cfg, sweep / f"{i}_{algorithm}")
     text = build_report(sweep)
@@ -80,7 +85,8 @@ def test_engines_agree_on_cam_and_ensemble(tmp_path):
         out = []
         for engine in ("batched", "sequential"):
             cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_dirichlet",
-                            "num_clusters=2", f"algorithm={algorithm}", f"engine={engine}", "model=lenet"] + TINY)
+                            "num_clusters=2", f"algorithm={algorithm}", f"engine={engine}", "model=lenet"] + TINY
+                           + warm_up(algorithm))
             out.append(run(cfg, tmp_path / f"{algorithm}_{engine}"))
         assert out[0]["local"] == pytest.approx(out[1]["local"], rel=1e-4, abs=1e-6)
         assert out[0].get("cluster_sizes") == out[1].get("cluster_sizes")
@@ -90,7 +96,7 @@ def test_cam_resumes_from_checkpoint(tmp_path, monkeypatch):
     root = tmp_path / "data"
     write_mnist_like(root / "FashionMNIST" / "raw", n_train=300, n_test=80)
     overrides = ["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=2",
-                 "algorithm=ifca_cam"] + TINY + ["rounds=5", "checkpoint_every=2", "model=lenet"]
+                 "algorithm=ifca_cam"] + TINY + warm_up("ifca_cam") + ["rounds=5", "checkpoint_every=2", "model=lenet"]
     reference = run(make_cfg(overrides), tmp_path / "uninterrupted")
 
     undo = die_in_round(monkeypatch, CAM, 3, RuntimeError("killed"))

@@ -69,7 +69,7 @@ def shrink(cfg, root: Path):
     too; FedALA's weight learning at most 2 passes), a few clients with few samples, fake data
     under `root`."""
     with open_dict(cfg):
-        cfg.update(rounds=2, eval_every=1, warmup_rounds=1, progress=False, plots=False, checkpoint_every=0)
+        cfg.update(rounds=2, eval_every=1, progress=False, plots=False, checkpoint_every=0)
         cfg.train.update(steps=2, batch_size=8)
         d, p, a = cfg.dataset, cfg.partition, cfg.algorithm
         if "root" in d:
@@ -95,7 +95,7 @@ def shrink(cfg, root: Path):
                 p.pool_class_counts = {side: [[n // 30 for n in row] for row in rows]
                                        for side, rows in p.pool_class_counts.items()}
         for node in (a, a.get("base") or {}):
-            for key, value in (("selection_size", 3), ("local_rounds", 1), ("split_after_round", 0),
+            for key, value in (("selection_size", 3), ("local_rounds", 1), ("split_after_round", 0), ("warmup_rounds", 1),
                                ("kmeans_iters", 2), ("max_passes", 2), ("head_epochs", None)):
                 if key in node:
                     node[key] = value

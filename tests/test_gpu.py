@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.gpu,
 
 ALGORITHMS = sorted(p.stem for p in (CONF / "algorithm").glob("*.yaml"))
 TINY = ["partition=cluster_nclass", "num_clusters=2", "partition.num_clients=10", "partition.min_samples=4",
-        "rounds=2", "warmup_rounds=1", "train.steps=2", "eval_every=1", "progress=false", "checkpoint_every=0",
+        "rounds=2", "train.steps=2", "eval_every=1", "progress=false", "checkpoint_every=0",
         "plots=false", "hardware=cuda"]
 
 
@@ -34,6 +34,7 @@ def fake_fmnist(tmp_path_factory):
 
 def _cfg(root, algorithm, *extra):
     sel = ["algorithm.selection_size=4"] if algorithm.startswith("fedsoft") else []
+    sel += ["algorithm.warmup_rounds=1"] if algorithm == "ifca_cam" else []   # its FedAvg warm-up: one of the two rounds
     return make_cfg(["+preset=cam/table1", f"dataset.root={root}", f"algorithm={algorithm}"] + TINY + sel + list(extra))
 
 

@@ -294,8 +294,8 @@ def test_an_unknown_engine_name_is_an_error_in_the_trainer_too():
         LocalTrainer.train(object.__new__(LocalTrainer), None, "fast")
 
 
-@pytest.mark.parametrize("overrides", [["algorithm=ifca_cam", "rounds=5", "warmup_rounds=5"],
-                                       ["algorithm=ifca_cam", "rounds=20"]])          # the default warm-up, 30
+@pytest.mark.parametrize("overrides", [["algorithm=ifca_cam", "rounds=5", "algorithm.warmup_rounds=5"],
+                                       ["algorithm=ifca_cam", "rounds=20", "algorithm.warmup_rounds=30"]])
 def test_a_warm_up_that_covers_every_round_is_refused(tmp_path, overrides):
     """IFCA-CAM whose FedAvg warm-up lasts the whole run is a FedAvg run under IFCA-CAM's name (the
     leaderboard's 30-round protocol was, 2026-11-26): refused, naming both settings."""
@@ -304,5 +304,6 @@ def test_a_warm_up_that_covers_every_round_is_refused(tmp_path, overrides):
 
 def test_a_warm_up_shorter_than_the_run_and_fesem_cam_s_own_start_up_are_accepted(tmp_path):
     from fedcluster.validate import validate
-    validate(make_cfg(BASE + ["algorithm=ifca_cam", "rounds=5", "warmup_rounds=4"]))
+    validate(make_cfg(BASE + ["algorithm=ifca_cam", "rounds=5", "algorithm.warmup_rounds=4"]))
+    validate(make_cfg(BASE + ["algorithm=ifca_cam", "rounds=20"]))   # its default, 30 % of the rounds: 6
     validate(make_cfg(BASE + ["algorithm=fesem_cam", "rounds=1"]))   # its warm-up is its base's start-up

@@ -27,7 +27,7 @@ def script():
 def nclass_run(tmp_path):
     write_mnist_like(tmp_path / "data" / "FashionMNIST" / "raw", n_train=600, n_test=200)
     cfg = make_cfg(["+preset=cam/table1", f"dataset.root={tmp_path / 'data'}", "partition=cluster_nclass",
-                    "algorithm=fedavg", "partition.num_clients=20", "rounds=2", "warmup_rounds=1", "eval_every=1",
+                    "algorithm=fedavg", "partition.num_clients=20", "rounds=2", "eval_every=1",
                     "progress=false", "checkpoint_every=0", "num_clusters=2", "seed=3",
                     "model=lenet"])   # the script reads any model; LeNet keeps the run short
     out = tmp_path / "run"

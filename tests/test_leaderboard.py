@@ -224,12 +224,16 @@ def test_the_users_rounds_set_ifca_cams_warm_up_share_and_their_own_warm_up_wins
     def ifca_cam(*args):
         out = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh"), str(tmp_path / "s"), *args, "--list"],
                              check=True, capture_output=True, text=True).stdout.splitlines()
-        return [x for x in next(x for x in out if "algorithm=ifca_cam " in x).split() if x.startswith("warmup_rounds=")]
-    assert ifca_cam("small") == ["warmup_rounds=9"]             # 30 % of the small protocol's 30 rounds
-    assert ifca_cam("small", "rounds=3") == ["warmup_rounds=0"]  # of the user's 3
-    assert ifca_cam("fmnist", "rounds=20") == ["warmup_rounds=6"]
-    assert ifca_cam("fmnist", "rounds=20", "warmup_rounds=2") == ["warmup_rounds=2"]
-    make_cfg(["+preset=clove/images", "algorithm=ifca_cam", "rounds=3", "warmup_rounds=0"])   # composes and validates
+        jobs = [x.split() for x in out]
+        assert not any("warmup_rounds" in a for j in jobs if "algorithm=ifca_cam" not in j for a in j)   # IFCA-CAM's alone
+        job = next(j for j in jobs if "algorithm=ifca_cam" in j)
+        return make_cfg([a for a in job if not a.startswith(("hydra.", "+preset"))] + ["+preset=clove/images"]
+                        ).algorithm.warmup_rounds, [a for a in job if "warmup_rounds" in a]
+    assert ifca_cam("small") == (9, [])                          # 30 % of the small protocol's 30 rounds
+    assert ifca_cam("small", "rounds=3") == (0, [])               # of the user's 3
+    assert ifca_cam("fmnist", "rounds=20") == (6, [])
+    assert ifca_cam("fmnist", "rounds=20", "warmup_rounds=2") == (2, ["algorithm.warmup_rounds=2"])
+    make_cfg(["+preset=clove/images", "algorithm=ifca_cam", "rounds=3", "algorithm.warmup_rounds=0"])   # composes and validates
     bad = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("usage: leaderboard.sh SWEEP_DIR")
 

@@ -182,12 +182,12 @@ def test_a_method_outside_the_paper_table_is_compared_with_the_baseline_inside_i
 
 
 def test_the_warm_up_only_ifca_cam_reads_is_its_setting_not_the_comparisons(tmp_path):
-    """IFCA-CAM's FedAvg warm-up (top-level warmup_rounds, here 9 of a shorter run) does not change
-    FedAvg, which runs at the default 30: they are one setting and are compared."""
+    """IFCA-CAM's FedAvg warm-up (algorithm.warmup_rounds, here 9 of a shorter run) is IFCA-CAM's own
+    setting: FedAvg, which has none, is in the same setting and is compared."""
     for seed in (0, 1):
         _cam_run(tmp_path / f"fedavg_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=fedavg"], 0.70)
         _cam_run(tmp_path / f"cam_{seed}", seed, ["partition=cluster_dirichlet", "algorithm=ifca_cam",
-                                                   "warmup_rounds=9"], 0.75 + 0.01 * seed)
+                                                   "algorithm.warmup_rounds=9"], 0.75 + 0.01 * seed)
     text = build_report(tmp_path, baseline="fedavg")
     assert "left out" not in text
     diff = pd.concat(pd.read_csv(f) for f in tmp_path.glob("report_*_vs_fedavg.csv"))
@@ -227,22 +227,19 @@ def test_differences_are_printed_without_a_negative_zero_or_a_bound_rounded_onto
     assert latex_escape("−1.2 ▲best") == r"$-$1.2 $\blacktriangle$best"
 
 
-def test_a_sweep_of_the_warm_up_keeps_each_value_compared_with_the_baseline_run_alike(tmp_path):
-    """fedsoft and ifca both at warmup_rounds 9 and 30 (a key neither reads): one setting, two fedsoft
-    baseline rows, and each ifca compared with the fedsoft run at its own warm-up value (not left out
-    as 'more than one fedsoft configuration')."""
-    for w, base in ((9, 1.0), (30, 3.0)):
-        for seed in (0, 1, 2):
-            make_run(tmp_path / f"fedsoft_{w}_s{seed}", seed, {"algorithm": FEDSOFT, "warmup_rounds": w},
-                     {"local": {"local_test_mse": base + seed}})
-            make_run(tmp_path / f"ifca_{w}_s{seed}", seed, {"warmup_rounds": w}, {"local": {"local_test_mse": 2.0 + seed}})
+def test_runs_recorded_with_the_retired_top_level_warm_up_join_those_without_it(tmp_path):
+    """Until 2026-11-28 every run's config had a top-level warmup_rounds (30 by default) that only IFCA-CAM read
+    (it is now IFCA-CAM's own algorithm.warmup_rounds, identity.RETIRED_KEYS): fedsoft runs recorded with it and
+    ifca runs without it are one setting and are compared (not left out, no row named after the key)."""
+    for seed in (0, 1, 2):
+        make_run(tmp_path / f"fedsoft_s{seed}", seed, {"algorithm": FEDSOFT, "warmup_rounds": 30},
+                 {"local": {"local_test_mse": 1.0 + seed}})
+        make_run(tmp_path / f"ifca_s{seed}", seed, {}, {"local": {"local_test_mse": 2.0 + seed}})
     text = build_report(tmp_path, baseline="fedsoft")
-    assert "left out" not in text
+    assert "left out" not in text and "warmup_rounds" not in text
     diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv").set_index("method")
-    assert list(diff.index) == ["fedsoft (warmup_rounds=9) (baseline)", "fedsoft (warmup_rounds=30) (baseline)",
-                                "ifca (warmup_rounds=30)", "ifca (warmup_rounds=9)"]
-    assert diff.loc["ifca (warmup_rounds=9)", "MSE − fedsoft"] == pytest.approx(1.0)
-    assert diff.loc["ifca (warmup_rounds=30)", "MSE − fedsoft"] == pytest.approx(-1.0)
+    assert list(diff.index) == ["fedsoft (baseline)", "ifca"]
+    assert diff.loc["ifca", "MSE − fedsoft"] == pytest.approx(1.0)
 
 
 def test_a_k_set_on_the_algorithm_names_its_row_and_a_k_that_repeats_the_settings_does_not(tmp_path):

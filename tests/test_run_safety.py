@@ -252,7 +252,7 @@ def test_warmup_rounds_are_missing_in_ari_by_round(tmp_path):
     write_mnist_like(root / "FashionMNIST" / "raw", n_train=400, n_test=100)
     cfg = make_cfg(["+preset=cam/table1", f"dataset.root={root}", "partition=cluster_nclass", "num_clusters=5",
                     "algorithm=ifca_cam", "partition.num_clients=10", "partition.min_samples=4", "rounds=4",
-                    "warmup_rounds=2", "train.steps=2", "eval_every=1", "progress=false", "checkpoint_every=0"])
+                    "algorithm.warmup_rounds=2", "train.steps=2", "eval_every=1", "progress=false", "checkpoint_every=0"])
     s = run(cfg, tmp_path / "run")
     assert len(s["ari_by_round"]) == 4
     assert s["ari_by_round"][:2] == [None, None] and None not in s["ari_by_round"][2:]

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from ..results.compare import Difference, difference, significantly_best
-from ..results.defaults import ALGORITHM_OWNED_KEYS, algorithm_defaults, reporting_only, setting_name
+from ..results.defaults import algorithm_defaults, reporting_only, setting_name
 from ..results.runs import ABSENT, Cell, ReportError, Run, make_cells, show, varying_keys
 
 # (column, value from a run's summary, higher is better, shown scale)
@@ -42,9 +42,8 @@ NOTE = ("Differences to the baseline {b}: this configuration's mean minus {b}'s 
 
 
 def _is_option(key: str) -> bool:
-    """An algorithm's own setting: `algorithm.*`, and the top-level keys only some algorithms read
-    (results/defaults.py: IFCA-CAM's `warmup_rounds`), which do not change a method that does not."""
-    return key.startswith("algorithm.") or key in ALGORITHM_OWNED_KEYS
+    """An algorithm's own setting: `algorithm.*` (every method's settings live there, IFCA-CAM's warm-up too)."""
+    return key.startswith("algorithm.")
 
 
 def _option_keys(cell: Cell) -> Tuple:
@@ -92,16 +91,11 @@ def _by_seed(cell: Cell, value) -> Dict[object, float]:
     return out
 
 
-def _baseline_cell(cells: Sequence[Cell], baseline: str, like: Optional[Cell] = None) -> Optional[Cell]:
-    """The baseline's cell `like` (a configuration of the setting) is compared with: among the baseline's
-    cells there, those run at `like`'s values of the top-level keys only some algorithms read (a sweep of
-    the warm-up keeps each value apart) where any is; of these, the one with the fewest algorithm
-    settings away from the algorithm's defaults (the others are its sensitivity rows; without known
-    defaults, the fewest set). None where there is none or no single such one."""
+def _baseline_cell(cells: Sequence[Cell], baseline: str) -> Optional[Cell]:
+    """The baseline's cell the configurations of a setting are compared with: among the baseline's cells
+    there, the one with the fewest algorithm settings away from the algorithm's defaults (the others are its
+    sensitivity rows; without known defaults, the fewest set). None where there is none or no single such one."""
     mine = [c for c in cells if c.value("algorithm.name") == baseline]
-    if like is not None and len(mine) > 1:
-        alike = [c for c in mine if all(c.value(k) == like.value(k) for k in ALGORITHM_OWNED_KEYS)]
-        mine = alike or mine
     if not mine:
         return None
     defaults = algorithm_defaults(str(baseline))
@@ -177,7 +171,8 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
         named = _label(setting) if setting else "the table's only one"   # notes name the setting in full
         if not any(c.value("algorithm.name") == baseline for c in members):
             members = _baseline_elsewhere(members, baseline, pool) + list(members)
-        base_of = {id(c): _baseline_cell(members, baseline, like=c) for c in members}
+        base = _baseline_cell(members, baseline)
+        base_of = {id(c): base for c in members}
         if not any(c.value("algorithm.name") == baseline for c in members) or \
                 all(base_of[id(c)] is None for c in members):
             why = "no" if not any(c.value("algorithm.name") == baseline for c in members) else "more than one"

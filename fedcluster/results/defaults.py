@@ -8,10 +8,6 @@ from .runs import ABSENT
 # Settings that change what a run reports, never its training or the model that scores a client
 # (IFCA's test-label pick, reported in its own column): not a configuration of their own.
 REPORTING_ONLY = ("report_label_pick",)
-# Top-level keys that only the algorithms interpolating them read (conf/config.yaml: `warmup_rounds`, IFCA-CAM's
-# FedAvg warm-up, becomes ifca_cam's `algorithm.warmup_rounds`): an algorithm setting, not part of the setting
-# two methods are compared in; the algorithm's own copy of it tells its configurations apart.
-ALGORITHM_OWNED_KEYS = ("warmup_rounds",)
 
 
 @lru_cache(maxsize=None)
