@@ -60,6 +60,9 @@ Positive = Between(0, lo_open=True)
 Fraction = Between(0, 1)                     # a share: [0, 1]
 Probability = Between(0, 1, hi_open=True)    # [0, 1): momentum, dropout, a held-out share
 Count = Between(1, MAX_COUNT)
+# `client_fraction`, the share of the clients a round samples, in (0, 1]: its type and rule, declared once for
+# every algorithm that samples clients (each takes `client_fraction: ClientFraction = 1.0`).
+ClientFraction = typing.Annotated[float, Between(0, 1, lo_open=True)]
 
 
 @dataclass(frozen=True)

@@ -153,3 +153,14 @@ def test_the_python_api_and_the_cli_word_a_refusal_alike(tmp_path):
     with pytest.raises(ConfigError) as composed:
         validate(make_cfg(["algorithm=fedsoft", "algorithm.tau=0"]))
     assert str(built.value) == str(composed.value) == "algorithm.tau=0 is out of range; allowed: >= 1"
+
+
+def test_a_shared_setting_has_one_declaration():
+    """client_fraction means the same on every algorithm that samples clients: each takes settings.ClientFraction,
+    so its rule, (0, 1], is written once."""
+    from fedcluster.settings import ClientFraction
+    takers = [c for c in ALGORITHMS if any(p.name == "client_fraction" for p in parameters(c))]
+    assert len(takers) >= 10
+    for cls in takers:
+        p = next(p for p in parameters(cls) if p.name == "client_fraction")
+        assert p.annotation == ClientFraction, cls.__name__

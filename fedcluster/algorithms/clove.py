@@ -33,7 +33,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.optim import OPTIMIZERS, build_optimizer
 from ..rng import derived_seed
-from ..settings import AtLeast, Between, OneOf, Positive
+from ..settings import AtLeast, ClientFraction, OneOf, Positive
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm
 
@@ -79,7 +79,7 @@ class CLoVE(ClusteredAlgorithm):
     state = ("centers", "assignment", "loss_vectors")
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 client_fraction: ClientFraction = 1.0,
                  clustering: Annotated[str, OneOf(CHOICES["clustering"])] = "kmeans",
                  embedding: Annotated[str, OneOf(CHOICES["embedding"])] = "loss",
                  matching: Annotated[str, OneOf(CHOICES["matching"])] = "hungarian",

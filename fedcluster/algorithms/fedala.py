@@ -8,7 +8,7 @@ from torch.func import functional_call
 
 from ..models.rows import rows_of
 from ..engine.losses import per_sample_loss
-from ..settings import MAX_BATCH, AtLeast, Between, Positive
+from ..settings import AtLeast, Between, ClientFraction, MAX_BATCH, Positive
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models, sample_weighted_mean
 
@@ -64,7 +64,7 @@ train.batch_size, as the authors use the training batch size). W
                  threshold: Annotated[float, AtLeast(0)] = 0.1, num_pre_loss: Annotated[int, AtLeast(1)] = 10,
                  max_passes: Annotated[int, AtLeast(1)] = 200,
                  batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
+                 client_fraction: ClientFraction = 1.0):
         self.rand_percent, self.layer_idx, self.eta = rand_percent, layer_idx, eta
         self.threshold, self.num_pre_loss, self.max_passes = threshold, num_pre_loss, max_passes
         self.batch_size, self.client_fraction = batch_size, client_fraction

@@ -5,7 +5,7 @@ import torch
 
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
-from ..settings import AtLeast, Between
+from ..settings import AtLeast, ClientFraction
 from .base import Algorithm, RoundPlan
 from .components import copies, for_clients, global_mean_fold, sample_weighted_mean
 
@@ -17,7 +17,7 @@ class FedAvg(Algorithm):
     name = "fedavg"
     num_clusters = 1
 
-    def __init__(self, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
+    def __init__(self, client_fraction: ClientFraction = 1.0):
         self.client_fraction = client_fraction
 
     def setup(self, fed):
@@ -48,7 +48,7 @@ class FedProx(FedAvg):
     name = "fedprox"
 
     def __init__(self, mu: Annotated[float, AtLeast(0)] = 0.01,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
+                 client_fraction: ClientFraction = 1.0):
         super().__init__(client_fraction)
         self.mu = mu
 

@@ -7,7 +7,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import SampleWeights
-from ..settings import AtLeast, Between, OneOf
+from ..settings import AtLeast, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
@@ -55,7 +55,7 @@ class FedEM(Algorithm):
         return self.num_clusters * super().training_rows(num_clients)
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 client_fraction: ClientFraction = 1.0,
                  local_predictor: Annotated[str, OneOf(LOCAL_PREDICTORS)] = "mixture"):
         self.num_clusters, self.client_fraction, self.local_predictor = num_clusters, client_fraction, local_predictor
 

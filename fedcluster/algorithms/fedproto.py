@@ -9,7 +9,7 @@ from ..models.rows import rows_of
 from ..engine.forward import outputs_paired
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, OneOf
+from ..settings import AtLeast, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models
 
@@ -74,7 +74,7 @@ class FedProto(Algorithm):
 
     def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0,
                  weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients",
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
+                 client_fraction: ClientFraction = 1.0):
         self.lam, self.weighting, self.client_fraction = lam, weighting, client_fraction
 
     def setup(self, fed):

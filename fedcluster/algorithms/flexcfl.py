@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ..models.stacked import Stack, repeat
-from ..settings import AtLeast, Between
+from ..settings import AtLeast, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 from .kmeans import flatten, kmeans_plus_plus, weighted_kmeans
@@ -75,7 +75,7 @@ class FlexCFL(ClusteredAlgorithm):
     init = "identical"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, pretrain_scale: Annotated[int, AtLeast(1)] = 20,
-                 group_agg_lr: Annotated[float, AtLeast(0)] = 0.0, client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 group_agg_lr: Annotated[float, AtLeast(0)] = 0.0, client_fraction: ClientFraction = 1.0,
                  kmeans_iters: Annotated[int, AtLeast(1)] = 20, migration: bool = True):
         self.num_clusters, self.pretrain_scale, self.group_agg_lr = num_clusters, pretrain_scale, group_agg_lr
         self.client_fraction, self.kmeans_iters, self.migration = client_fraction, kmeans_iters, migration

@@ -6,7 +6,7 @@ import torch
 from ..engine.forward import losses_on_clients, outputs_paired
 from ..models.rows import rows_of
 from ..models.stacked import Stack
-from ..settings import AtLeast, Between, OneOf
+from ..settings import AtLeast, ClientFraction, OneOf
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm
 from .fold import MixedSums
@@ -54,7 +54,7 @@ class IFCA(ClusteredAlgorithm):
     name = "ifca"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0,
+                 client_fraction: ClientFraction = 1.0,
                  update: Annotated[str, OneOf(UPDATES)] = "mean", init: Annotated[str, OneOf(INITS)] = "independent",
                  first_round: Annotated[str, OneOf(FIRST_ROUNDS)] = "evaluation",
                  report_label_pick: bool = False):

@@ -8,7 +8,7 @@ from torch.func import functional_call, grad
 from ..engine.losses import per_sample_loss
 from ..engine.terms import META_PARTS, MetaStep
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, OneOf, Positive
+from ..settings import AtLeast, ClientFraction, OneOf, Positive
 from .base import Algorithm
 from .components import copies
 from .fedavg import FedAvg
@@ -32,7 +32,7 @@ class PerFedAvg(FedAvg):
 
     def __init__(self, alpha: Annotated[float, Positive] = 0.001, variant: Annotated[str, OneOf(VARIANTS)] = "fo",
                  delta: Annotated[float, Positive] = 1e-3, eval_batch: Annotated[int, AtLeast(1)] = 10,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
+                 client_fraction: ClientFraction = 1.0):
         super().__init__(client_fraction)
         self.alpha, self.variant, self.delta, self.eval_batch = alpha, variant, delta, eval_batch
         self._personal, self._round = None, 0
