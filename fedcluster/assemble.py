@@ -18,6 +18,7 @@ from .engine.optim import build_optimizer
 from .engine.precision import autocast, full_precision
 from .errors import ConfigError
 from .metrics import model_metrics
+from .protocols import check_built
 from .identity import flatten
 
 ENGINES = ("auto", "batched", "looped", "sequential")
@@ -141,8 +142,9 @@ def check_model_features(model: torch.nn.Module, data, cfg: DictConfig, algorith
             raise ValueError("model(x, with_features=True) does not return (outputs, features)")
     except Exception as e:   # noqa: BLE001 -- whatever the model raises, the user gets one line
         raise ConfigError(f"algorithm={cfg.algorithm.name} reads the model's features but model={cfg.model.name} "
-                          f"has none ({_reason(e)}); allowed: a model with hidden layers (mlp, lenet, letters_cnn, "
-                          "cifar_cnn, bn_cnn, textcnn)") from None
+                          f"has none ({_reason(e)}); allowed: a model whose forward(x, with_features=True) returns "
+                          "(outputs, features), e.g. mlp, lenet, letters_cnn, cifar_cnn, bn_cnn, textcnn (README: "
+                          "plugins)") from None
     finally:
         model.train(was_training)
 
@@ -210,6 +212,8 @@ def build(cfg: DictConfig):
     hw = make(cfg.hardware)
     source = make(cfg.dataset, seed=cfg.seed)
     partition = make(cfg.partition)
+    check_built("dataset", source, cfg.dataset.get("name", "?"))
+    check_built("partition", partition, cfg.partition.get("name", "?"))
     in_shape = tuple(source.in_shape)
     num_outputs = 1 if source.task == "regression" else source.num_classes
 

@@ -77,6 +77,10 @@ def _options_of(module, name: str, origin: str) -> Dict[str, list]:
     if not isinstance(options, dict) or any(g not in GROUPS for g in options):
         raise ConfigError(f"plugin {name!r} ({origin}): FEDCLUSTER_OPTIONS must map groups ({', '.join(GROUPS)}) "
                           f"to lists of classes; got {options!r}")
+    from .protocols import check_class
+    for group, classes in options.items():
+        for cls in classes:
+            check_class(group, cls, f"plugin {name!r} ({origin})")
     return {group: list(classes) for group, classes in options.items()}
 
 

@@ -5,6 +5,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
+from ..errors import ConfigError
 from ..rng import generator
 from .samples import ClientSamples
 
@@ -151,6 +152,11 @@ class SourceView:
     def pool(self, split: str, distribution: int = 0):
         key = (split, distribution)
         if key not in self._pools:
+            if not callable(getattr(self._source, "pool", None)):
+                raise ConfigError(f"this partition splits a data set's whole labelled pool, which the data set "
+                                  f"({type(self._source).__name__}) does not offer: it has no pool(split, distribution); "
+                                  "allowed: a mixture partition (random, clustered, mix_10_90, linear) or a pool() "
+                                  "method on the data set (README: plugins)")
             self._pools[key] = self._source.pool(split, distribution)
         return self._pools[key]
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import torch
 
 from fedcluster.algorithms import FedAvg
-from fedcluster.settings import Between
+from fedcluster.settings import Between, ClientFraction
 
 
 def trimmed_mean(stacked: torch.Tensor, trim: float) -> torch.Tensor:
@@ -25,7 +25,7 @@ class FedTrim(FedAvg):
     name = "fedtrim"
 
     def __init__(self, trim: Annotated[float, Between(0, 0.5, hi_open=True)] = 0.1,
-                 client_fraction: Annotated[float, Between(0, 1, lo_open=True)] = 1.0):
+                 client_fraction: ClientFraction = 1.0):   # the setting every sampling method shares
         super().__init__(client_fraction)
         self.trim = trim
 
