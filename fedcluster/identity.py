@@ -19,7 +19,7 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
 # Keys added after runs were recorded, each with the value that changes nothing (the behaviour before it existed):
 # at that value a key is left out of the identity, so every earlier run keeps its fingerprint, run_id and
 # directory, and a run that sets it is another run.
-NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False, ("hardware", "chunk"): "auto",
+NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("client_dropout",): 0.0, ("dataset", "normalize"): False, ("hardware", "chunk"): "auto",
                       ("partition", "cluster_seed"): None,        # 2026-11-28, CLoVE's skews
                       ("partition", "label_sets"): None,          # 2026-11-28, label skew 2
                       ("partition", "pool_class_counts"): None,   # 2026-11-28, label skew 3

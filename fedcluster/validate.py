@@ -15,6 +15,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from .engine.optim import OPTIMIZERS
 from .errors import ConfigError
+from .identity import flatten
 from .schema import parameters
 from .settings import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
 
@@ -24,6 +25,7 @@ TASK_METRICS = {"regression": ("mse",), "reconstruction": ("mse",), "classificat
 
 RUN_RULES: Dict[str, Rule] = {
     "rounds": Count, "seed": AtLeast(0), "eval_every": AtLeast(1), "checkpoint_every": AtLeast(0),
+    "client_dropout": Probability,
     "num_clusters": AtLeast(1), "divergence_factor": Positive,
     "train.lr": Positive, "train.epochs": Count, "train.batch_size": Between(1, MAX_BATCH), "train.steps": Count,
     "train.momentum": Probability, "train.weight_decay": AtLeast(0), "train.optimizer": OneOf(sorted(OPTIMIZERS)),
@@ -124,6 +126,11 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"objective={objective} is not a metric of this run: dataset={plain['dataset'].get('name')} "
                           f"is a {task} task, whose validation metrics are {allowed}")
     alg = plain.get("algorithm") or {}
+    samples = any(k.rsplit(".", 1)[-1] == "client_fraction" for k in flatten(alg))
+    if isinstance(plain.get("client_dropout"), (int, float)) and plain["client_dropout"] > 0 and not samples:
+        raise ConfigError(f"client_dropout={plain['client_dropout']}: algorithm={alg.get('name')} trains every client "
+                          "each round (it has no client_fraction), so no client it samples can drop out; allowed: "
+                          "client_dropout=0 for it, or a method that samples clients")
     if alg.get("warmup") == "fedavg" and isinstance(alg.get("warmup_rounds"), int) \
             and isinstance(plain.get("rounds"), int) and alg["warmup_rounds"] >= plain["rounds"]:
         raise ConfigError(f"algorithm.warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "

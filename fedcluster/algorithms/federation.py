@@ -24,6 +24,7 @@ class Federation:
     # engine's formulation) or a loop (what the looped and sequential engines measured faster)
     batched_forward: bool = False
     batch_size: Optional[int] = None   # the run's train.batch_size: the local solver's mini-batches
+    dropout: float = 0.0   # the run's client_dropout: the chance that a sampled client never reports in a round
 
     def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
@@ -59,9 +60,19 @@ class Federation:
         return (losses.sum(2) / self.sizes.clamp_min(1).to(losses.dtype)).T
 
     def sample_clients(self, fraction: float, t: int) -> torch.Tensor:
-        """A random subset of round(fraction * N) clients (all when fraction = 1)."""
+        """The clients that report in round t: a random subset of round(fraction * N) clients (all when
+        fraction = 1), less those that drop out. Each sampled client drops out with chance `dropout` (the
+        run's client_dropout), from its own seeded stream, so the sample is the same with and without
+        dropouts; at least one client reports (the one whose draw is highest)."""
         N = self.num_clients
         m = max(1, round(fraction * N))
         if m >= N:
-            return torch.arange(N, device=self.device)
-        return torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values.to(self.device)
+            chosen = torch.arange(N)
+        else:
+            chosen = torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values
+        if self.dropout > 0:
+            draws = torch.rand(len(chosen), generator=self.generator("dropout", t))
+            stays = draws >= self.dropout
+            stays[int(draws.argmax())] = True
+            chosen = chosen[stays]
+        return chosen.to(self.device)
