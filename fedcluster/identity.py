@@ -19,14 +19,20 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
 # Keys added after runs were recorded, each with the value that changes nothing (the behaviour before it existed):
 # at that value a key is left out of the identity, so every earlier run keeps its fingerprint, run_id and
 # directory, and a run that sets it is another run.
-NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("client_dropout",): 0.0, ("dataset", "normalize"): False, ("hardware", "chunk"): "auto",
+NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("client_dropout",): 0.0, ("dataset", "normalize"): False,
+                      ("hardware", "chunk"): "auto",
                       ("partition", "cluster_seed"): None,        # 2026-11-28, CLoVE's skews
                       ("partition", "label_sets"): None,          # 2026-11-28, label skew 2
                       ("partition", "pool_class_counts"): None,   # 2026-11-28, label skew 3
-                      ("algorithm", "keep_client_state"): True}   # 2026-11-28 on local-only (FedSoft's had it before)
-# A key added to some options of a group only: neutral there alone (its sibling key has this value), so the runs
-# that always carried it (FedSoft's keep_client_state) keep theirs.
-NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", "fedcluster.algorithms.LocalOnly")}
+                      ("algorithm", "keep_client_state"): True,   # 2026-11-28 on local-only (FedSoft's had it before)
+                      ("algorithm", "client_fraction"): 1.0,      # 2026-11-28 on FeSEM and CFL (the others had it)
+                      ("algorithm", "base", "client_fraction"): 1.0}   # and so on FeSEM-CAM's base
+# A key added to some options of a group only: neutral there alone (its sibling key has one of these values), so
+# the runs that always carried it (FedSoft's keep_client_state, FedAvg's client_fraction) keep theirs.
+NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", ("fedcluster.algorithms.LocalOnly",)),
+                      ("algorithm", "client_fraction"): ("_target_", ("fedcluster.algorithms.FeSEM",
+                                                                      "fedcluster.algorithms.CFL")),
+                      ("algorithm", "base", "client_fraction"): ("_target_", ("fedcluster.algorithms.FeSEM",))}
 
 
 # Top-level keys removed after runs were recorded, each with where its value lives now and the value it had
@@ -45,14 +51,22 @@ def _retired_value(config: dict, key: str):
     return owner[name] if isinstance(owner, dict) and name in owner else default
 
 
+def _parent(config: dict, path):
+    """The dict that holds the last key of `path` (None where the path does not lead to one)."""
+    node = config
+    for key in path[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
 def _neutral_here(config: dict, path) -> bool:
     """The added key `path` is in `config` at its neutral value (where NEUTRAL_ONLY_WHERE applies, only there)."""
     neutral = NEUTRAL_ADDED_KEYS[path]
-    parent, key = (config, path[0]) if len(path) == 1 else (config.get(path[0]), path[1])
-    if not isinstance(parent, dict) or key not in parent:
+    parent, key = _parent(config, path), path[-1]
+    if parent is None or key not in parent:
         return False
-    sibling, value = NEUTRAL_ONLY_WHERE.get(path, (None, None))
-    if sibling is not None and parent.get(sibling) != value:
+    sibling, values = NEUTRAL_ONLY_WHERE.get(path, (None, ()))
+    if sibling is not None and parent.get(sibling) not in values:
         return False
     return type(parent[key]) is type(neutral) and parent[key] == neutral
 
@@ -60,11 +74,12 @@ def _neutral_here(config: dict, path) -> bool:
 def _without(config: dict, paths) -> dict:
     """`config` without the keys at `paths` (new dicts where changed: the caller's config is left as it was)."""
     out = dict(config)
-    for path in paths:   # paths of one or two keys
-        if len(path) == 1:
-            out.pop(path[0], None)
-        else:
-            out[path[0]] = {k: v for k, v in out[path[0]].items() if k != path[1]}
+    for path in paths:
+        node = out
+        for key in path[:-1]:   # copy each dict on the way down, then drop the last key from the copy
+            node[key] = dict(node[key])
+            node = node[key]
+        node.pop(path[-1], None)
     return out
 
 

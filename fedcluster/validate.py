@@ -128,9 +128,9 @@ def validate(cfg: DictConfig) -> None:
     alg = plain.get("algorithm") or {}
     samples = any(k.rsplit(".", 1)[-1] == "client_fraction" for k in flatten(alg))
     if isinstance(plain.get("client_dropout"), (int, float)) and plain["client_dropout"] > 0 and not samples:
-        raise ConfigError(f"client_dropout={plain['client_dropout']}: algorithm={alg.get('name')} trains every client "
-                          "each round (it has no client_fraction), so no client it samples can drop out; allowed: "
-                          "client_dropout=0 for it, or a method that samples clients")
+        raise ConfigError(f"client_dropout={plain['client_dropout']}: algorithm={alg.get('name')} draws no random sample "
+                          "of clients to drop from (it has no client_fraction); allowed: client_dropout=0 for it, or a "
+                          "method with client_fraction")
     if alg.get("warmup") == "fedavg" and isinstance(alg.get("warmup_rounds"), int) \
             and isinstance(plain.get("rounds"), int) and alg["warmup_rounds"] >= plain["rounds"]:
         raise ConfigError(f"algorithm.warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "

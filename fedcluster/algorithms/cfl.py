@@ -9,7 +9,13 @@ weighted mean update is below eps1 while the largest client update norm is above
 halves start from the parent's model. Then each cluster's model moves by the n_i-weighted
 mean update of its clients. Split rule, linkage and warm-up (20 rounds) follow the authors'
 code (github.com/felisat/clustered-federated-learning, which CLoVE used); eps1 = 0.4 and
-eps2 = 1.6 are its MNIST values, to be tuned per model and data."""
+eps2 = 1.6 are its MNIST values, to be tuned per model and data.
+
+`client_fraction` < 1: each round samples that share of the clients. The authors' code trains every client
+every round (its select_clients is called with frac = 1.0, felisat/clustered-federated-learning at 23a1c38), so
+absent clients follow FL-bench's CFL (src/server/cfl.py): a cluster's split criterion, its similarities and its
+step use this round's clients alone, a cluster needs more than 2 of them to split, an absent client stays in the
+cluster it was in (the half that keeps the parent's index), and a cluster without one keeps its model."""
 from typing import Annotated, List
 
 import numpy as np
@@ -18,7 +24,7 @@ import torch
 
 from ..models.rows import rows_of
 from ..models.stacked import Stack
-from ..settings import AtLeast
+from ..settings import AtLeast, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 
@@ -50,8 +56,10 @@ class CFL(ClusteredAlgorithm):
     state = ("centers", "assignment", "split_log")
 
     def __init__(self, eps1: Annotated[float, AtLeast(0)] = 0.4, eps2: Annotated[float, AtLeast(0)] = 1.6,
-                 split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0):
+                 split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0,
+                 client_fraction: ClientFraction = 1.0):
         self.eps1, self.eps2, self.split_after_round, self.max_clusters = eps1, eps2, split_after_round, max_clusters
+        self.client_fraction = client_fraction
 
     def setup(self, fed):
         self.centers = fed.init_models(1, "centers")
@@ -63,14 +71,16 @@ class CFL(ClusteredAlgorithm):
         return next(iter(self.centers.values())).shape[0]
 
     def plan(self, t, fed):
-        clients = torch.arange(fed.num_clients, device=fed.device)   # CFL: every client, every round
-        return RoundPlan(clients, rows_of(self.centers, self.assignment))
+        clients = fed.sample_clients(self.client_fraction, t)   # the authors' CFL: every client, every round
+        return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
     def aggregate(self, t, plan, trained, fed):
+        """Row r of `trained` and `plan.start` is client plan.clients[r]; `members` below are rows."""
         updates = flat_updates(trained, plan.start)
-        sizes = fed.sizes.double()
+        sizes = fed.sizes[plan.clients].double()
+        assigned = self.assignment[plan.clients]   # this round's clients' clusters (a copy)
         for c in range(self.num_clusters):
-            members = torch.nonzero(self.assignment == c).squeeze(1)
+            members = torch.nonzero(assigned == c).squeeze(1)
             if len(members) <= 2:
                 continue
             criterion, mean_norm, max_norm = split_criterion(updates[members], sizes[members], self.eps1, self.eps2)
@@ -82,10 +92,12 @@ class CFL(ClusteredAlgorithm):
                 halves = bipartition(updates[members])
                 new = self.num_clusters
                 self.centers = {k: torch.cat([v, v[c:c + 1]]) for k, v in self.centers.items()}
-                self.assignment[members[torch.as_tensor(halves == 1, device=fed.device)]] = new
+                moved = members[torch.as_tensor(halves == 1, device=fed.device)]
+                assigned[moved] = new
+                self.assignment[plan.clients[moved]] = new
         step = {k: v.clone() for k, v in self.centers.items()}
         for c in range(self.num_clusters):
-            members = torch.nonzero(self.assignment == c).squeeze(1)
+            members = torch.nonzero(assigned == c).squeeze(1)
             if len(members):
                 w = (sizes[members] / sizes[members].sum()).to(fed.dtype)
                 for k in self.centers:

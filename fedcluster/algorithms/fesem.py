@@ -3,9 +3,9 @@ from typing import Annotated, Optional
 
 import torch
 
-from ..models.rows import rows_of
+from ..models.rows import rows_of, take_rows
 from ..engine.terms import Proximal
-from ..settings import AtLeast, Count, OneOf
+from ..settings import AtLeast, ClientFraction, Count, OneOf
 from .base import Phase, RoundPlan
 from .clustered import ClusteredAlgorithm
 from .components import keep_trained, personal_models
@@ -40,16 +40,26 @@ class FeSEM(ClusteredAlgorithm):
 
     `distance_on`: 'all' parameters, or 'fc' = the fully connected layers only (Fed-CAM §5
     for FeSEM-CAM). eq. 13 also scales the data gradient by n_i/n; we leave it out, as it
-    would make the step size depend on the number of clients (plain SGD on the objective)."""
+    would make the step size depend on the number of clients (plain SGD on the objective).
+
+    `client_fraction` < 1: after the start-up (every client trains, to seed the clusters), each round
+    samples that share of the clients; the K-means step runs over the sampled clients' trained models
+    only, from the current centers, and a cluster's center is the weighted centroid of its sampled
+    members. An absent client keeps its cluster, and a cluster without a sampled member keeps its center,
+    as in the FeSEM of FlexCFL's repository (morningD/FlexCFL at 968b5fa, flearn/trainer/fesem.py and
+    groupbase.py: clients_per_round sampled, only they are reassigned and averaged) and FL-bench's
+    clustered methods; FlexCFL's FeSEM reassigns a sampled client before it trains, by its last local
+    model, where ours, as with full participation, assigns after training (eq. 11 on the trained models)."""
     state = ("centers", "assignment", "local")
     name = "fesem"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 0.01,
                  distance_on: Annotated[str, OneOf(DISTANCES)] = "all", kmeans_iters: Annotated[int, AtLeast(1)] = 10,
                  local_rounds: Annotated[int, Count] = 1,
-                 startup_epochs: Annotated[Optional[int], AtLeast(1)] = None):
+                 startup_epochs: Annotated[Optional[int], AtLeast(1)] = None, client_fraction: ClientFraction = 1.0):
         self.num_clusters, self.lam, self.distance_on = num_clusters, lam, distance_on
         self.kmeans_iters, self.local_rounds, self.startup_epochs = kmeans_iters, local_rounds, startup_epochs
+        self.client_fraction = client_fraction
 
     def setup(self, fed):
         self.local = personal_models(fed)
@@ -68,24 +78,32 @@ class FeSEM(ClusteredAlgorithm):
                 return RoundPlan(clients, rows_of(self.local, clients))
             return RoundPlan(clients, rows_of(self.local, clients),
                              phases=[Phase(tuple(self.local), epochs=self.startup_epochs)])
-        coeffs = self.lam * torch.nn.functional.one_hot(self.assignment, self.num_clusters).to(fed.dtype)
-        return RoundPlan(clients, rows_of(self.centers, self.assignment), [Proximal(self.centers, coeffs)])
+        clients = fed.sample_clients(self.client_fraction, t)
+        assigned = self.assignment[clients]
+        coeffs = self.lam * torch.nn.functional.one_hot(assigned, self.num_clusters).to(fed.dtype)
+        return RoundPlan(clients, rows_of(self.centers, assigned), [Proximal(self.centers, coeffs)])
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)
         if not self.clustered and t + 1 < self.local_rounds:
             return
-        points = flatten(self.local, self._keys)
-        weights = fed.sizes.double()
+        part = plan.clients if self.clustered else torch.arange(fed.num_clients, device=fed.device)
+        local = self.local if len(part) == fed.num_clients else take_rows(self.local, part)   # this round's clients
+        points = flatten(local, self._keys)
+        weights = fed.sizes[part].double()
         if self.clustered:
             init = flatten(self.centers, self._keys)
         else:
             init = kmeans_plus_plus(points, self.num_clusters, fed.generator("kmeans++"))
-        self.assignment, _ = weighted_kmeans(points, weights, init, self.kmeans_iters)
+        assigned, _ = weighted_kmeans(points, weights, init, self.kmeans_iters)
+        if len(part) == fed.num_clients:
+            self.assignment = assigned
+        else:
+            self.assignment[part] = assigned   # absent clients keep their cluster
         previous = self.centers if self.clustered else {k: v[:1].expand(self.num_clusters, *v.shape[1:])
                                                          for k, v in self.local.items()}
-        self.centers = {k: cluster_means(v.flatten(1), weights, self.assignment, previous[k].flatten(1))
-                        .view(self.num_clusters, *v.shape[1:]) for k, v in self.local.items()}
+        self.centers = {k: cluster_means(v.flatten(1), weights, assigned, previous[k].flatten(1))
+                        .view(self.num_clusters, *v.shape[1:]) for k, v in local.items()}
 
     def local_models(self, fed):
         return super().local_models(fed) if self.clustered else self.local
