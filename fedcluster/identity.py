@@ -37,8 +37,10 @@ NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", ("fedclus
 
 # Top-level keys removed after runs were recorded, each with where its value lives now and the value it had
 # by default (2026-11-28: `warmup_rounds`, IFCA-CAM's FedAvg warm-up, is the algorithm's own setting; every other
-# method never read it). A stored config that still has one is the same run without it; the seals written while
-# it existed are still accepted (`accepted_fingerprints`).
+# method never read it). A stored config that still has one is the same run without it (`comparable`: the
+# directory check and the report's grouping); the fingerprint counts it at the run's value, so a run's
+# fingerprint and run_id are those it had while the key existed (`config_fingerprint`), and seals written either
+# way are accepted (`accepted_fingerprints`).
 RETIRED_KEYS = {"warmup_rounds": (("algorithm", "warmup_rounds"), 30)}
 
 
@@ -102,8 +104,9 @@ def flatten(node, prefix: str = "") -> dict:
 
 
 def config_fingerprint(config: dict) -> str:
-    """Hash of a config without the keys that do not change results."""
-    return _digest(comparable(config))
+    """Hash of a config without the keys that do not change results. The retired keys count at the value the
+    run had (`_retired_value`), as when they existed, so a run keeps the fingerprint and run_id it had then."""
+    return _digest({**comparable(config), **{k: _retired_value(config, k) for k in RETIRED_KEYS}})
 
 
 def accepted_fingerprints(config: dict) -> set:

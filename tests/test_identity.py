@@ -30,7 +30,8 @@ def test_the_fingerprint_ignores_volatile_keys_only():
 def test_a_retired_top_level_key_keeps_earlier_runs_identity_and_their_seals():
     """warmup_rounds was a top-level key (default 30) that IFCA-CAM alone read; since 2026-11-28 it is IFCA-CAM's
     own algorithm.warmup_rounds (identity.RETIRED_KEYS). A run recorded with it is the same run as today's config
-    without it (fingerprint, directory check), and the seals written then are accepted; another warm-up is not."""
+    without it (the directory check, the report's grouping), with the fingerprint and run_id it had then, and the
+    seals written then are accepted; another warm-up is not."""
     import hashlib
     import json
     from fedcluster.identity import accepted_fingerprints, comparable, config_fingerprint
@@ -39,7 +40,7 @@ def test_a_retired_top_level_key_keeps_earlier_runs_identity_and_their_seals():
                       {"seed": 0, "algorithm": {"name": "fedavg"}}),
                      ({"seed": 0, "warmup_rounds": 9, "algorithm": {"name": "ifca_cam", "warmup_rounds": 9}},
                       {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup_rounds": 9}})):
-        assert comparable(old) == comparable(now) and config_fingerprint(old) == config_fingerprint(now)
+        assert comparable(old) == comparable(now) and config_fingerprint(old) == config_fingerprint(now) == digest(old)
         assert digest(old) in accepted_fingerprints(now) and digest(old) in accepted_fingerprints(old)
         assert "warmup_rounds" in old   # the caller's dict unchanged
     other = {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup_rounds": 10}}
