@@ -29,7 +29,7 @@
 # (App. C's grid search; the authors' MNIST and letters solvers use 0.1): its default, 1, is the paper's
 # synthetic value, and on these short image protocols it holds every client at chance (MNIST-5k concept shift:
 # 10.6 % at lambda 1, 62.8 % at 0.1, seed 0; 2026-11-26). IFCA-CAM's FedAvg warm-up keeps Fed-CAM's share of
-# the rounds (30 of 100; 9 of the small protocol's 30, where the default 30 left no round for IFCA-CAM itself).
+# the rounds, its own default since 2026-11-28 (30 % of the rounds: 30 of 100, 9 of the small protocol's 30).
 # Every other method runs its defaults.
 set -euo pipefail
 if [[ $# -lt 1 || -z $1 ]]; then
