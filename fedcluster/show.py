@@ -114,7 +114,6 @@ def main(args: List[str], conf: Path) -> Optional[int]:
         print(f"fedcluster: error: {e} ({USAGE})", file=sys.stderr)
         return 2
     except Exception as e:   # noqa: BLE001 -- Hydra's composition errors (a misspelt key or option), as the CLI words them
-        from .composition import one_line
         line = one_line(e, conf)
         if line is None:
             raise

@@ -89,16 +89,22 @@ def test_a_declared_rule_refuses_a_bad_value_when_the_class_is_built(cls):
     if base is None:
         pytest.skip(f"{cls.__name__} needs arguments that cannot be made here")
     cls(**base)   # the defaults are allowed
+    checked = refusals_checked(cls, base, GROUP[cls])
+    assert checked or not any(unwrap(p.annotation)[1] for p in parameters(cls))
+
+
+def refusals_checked(cls, base: dict, group: str) -> int:
+    """Build `cls` with each declared rule's bad value in turn: each a ConfigError naming `<group>.<key>=`."""
     checked = 0
     for p in parameters(cls):
         for rule in unwrap(p.annotation)[1]:
             value = bad_value(rule, p.annotation)
             if value is None:
                 continue
-            with pytest.raises(ConfigError, match=rf"^{GROUP[cls]}\.{p.name}="):
+            with pytest.raises(ConfigError, match=rf"^{group}\.{p.name}="):
                 cls(**{**base, p.name: value})
             checked += 1
-    assert checked or not any(unwrap(p.annotation)[1] for p in parameters(cls))
+    return checked
 
 
 @pytest.mark.parametrize("cls", DATASETS, ids=lambda c: c.__name__)
@@ -106,16 +112,7 @@ def test_a_data_sources_declared_rule_refuses_a_bad_value_before_any_file_is_rea
     """The check runs before the constructor's body: a refusal names the setting even where the files are missing."""
     base = {**DATASET_REQUIRED.get(cls.__name__, {}), "root": str(tmp_path)} if "root" in \
         {p.name for p in parameters(cls)} else dict(DATASET_REQUIRED.get(cls.__name__, {}))
-    checked = 0
-    for p in parameters(cls):
-        for rule in unwrap(p.annotation)[1]:
-            value = bad_value(rule, p.annotation)
-            if value is None:
-                continue
-            with pytest.raises(ConfigError, match=rf"^dataset\.{p.name}="):
-                cls(**{**base, p.name: value})
-            checked += 1
-    assert checked
+    assert refusals_checked(cls, base, "dataset")
 
 
 @pytest.mark.parametrize("package, classes", [("algorithms", ALGORITHMS), ("partitions", PARTITIONS),
