@@ -411,3 +411,29 @@ def test_label_skew3_fixed_pool_class_counts_are_the_clusters_pools_and_bad_ones
         with pytest.raises(ConfigError, match=r"^partition\.pool_class_counts\.train" + ".*" + message):
             LabelSkew3(num_clusters=5, num_clients=25, samples_per_client=100, pool_class_counts=bad).split(
                 TRAIN, TEST, C, G())
+
+
+def test_the_authors_fashion_mnist_label_skew_3_pools_are_their_first_seeds_draw():
+    """conf/partition/label_skew3_clove_fmnist.yaml: the pool counts are what the authors' exp202 draws for
+    Fashion-MNIST (6,000 training / 1,000 test samples per class) after np.random.seed(1), their first seed
+    (mlflow_driver.py seeds every run, and the pools are drawn once): for each class in turn a shuffle of its
+    samples and Dirichlet(0.5) shares over the clusters holding it, cut by LabelSetPools' rule after a 10 %
+    even reserve, then a shuffle of each cluster's pool; the test side continues the same stream."""
+    import yaml
+    from conftest import CONF
+    from fedcluster.partitions.label_sets import LabelSetPools
+    given = yaml.safe_load((CONF / "partition" / "label_skew3_clove_fmnist.yaml").read_text())["pool_class_counts"]
+    holders = [[k for k in range(5) if not (k < 4 and c == (k - 1) % 10)] for c in range(10)]
+    legacy = np.random.RandomState(1)
+    for side, per_class in (("train", 6000), ("test", 1000)):
+        members, props = [], []
+        for c in range(10):
+            idx = np.arange(c * per_class, (c + 1) * per_class)
+            legacy.shuffle(idx)
+            members.append(idx)
+            props.append(legacy.dirichlet([0.5] * len(holders[c])))
+        pools = LabelSetPools.assemble(members, holders, props, 0.1, 5)
+        for pool in pools:
+            legacy.shuffle(pool)
+        counts = [np.bincount(pool // per_class, minlength=10).tolist() for pool in pools]
+        assert counts == given[side], side
