@@ -41,16 +41,21 @@ NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", ("fedclus
 # directory check and the report's grouping); the fingerprint counts it at the run's value, so a run's
 # fingerprint and run_id are those it had while the key existed (`config_fingerprint`), and seals written either
 # way are accepted (`accepted_fingerprints`).
-RETIRED_KEYS = {"warmup_rounds": (("algorithm", "warmup_rounds"), 30)}
+# key: ((the node that took it over, its name there), (a key of that node, the value it has where the node took
+# the retired key's value), the default everyone else had). IFCA-CAM (warmup: fedavg) interpolated it;
+# FeSEM-CAM's own warmup_rounds (its start-up) is another setting, and the top-level key was its default there.
+RETIRED_KEYS = {"warmup_rounds": (("algorithm", "warmup_rounds"), ("warmup", "fedavg"), 30)}
 
 
 def _retired_value(config: dict, key: str):
-    """The value a config had for retired `key` while it existed: its own, else the owner's copy, else the default."""
+    """The value a config had for retired `key` while it existed: its own, else that of the node that took it
+    over (where that node read it), else the default."""
     if key in config:
         return config[key]
-    (group, name), default = RETIRED_KEYS[key]
+    (group, name), (marker, value), default = RETIRED_KEYS[key]
     owner = config.get(group)
-    return owner[name] if isinstance(owner, dict) and name in owner else default
+    took_over = isinstance(owner, dict) and name in owner and owner.get(marker) == value
+    return owner[name] if took_over else default
 
 
 def _parent(config: dict, path):

@@ -38,11 +38,13 @@ def test_a_retired_top_level_key_keeps_earlier_runs_identity_and_their_seals():
     digest = lambda c: hashlib.sha256(json.dumps(c, sort_keys=True).encode()).hexdigest()[:16]   # the old seal
     for old, now in (({"seed": 0, "warmup_rounds": 30, "algorithm": {"name": "fedavg"}},
                       {"seed": 0, "algorithm": {"name": "fedavg"}}),
-                     ({"seed": 0, "warmup_rounds": 9, "algorithm": {"name": "ifca_cam", "warmup_rounds": 9}},
-                      {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup_rounds": 9}})):
+                     ({"seed": 0, "warmup_rounds": 9, "algorithm": {"name": "ifca_cam", "warmup": "fedavg", "warmup_rounds": 9}},
+                      {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup": "fedavg", "warmup_rounds": 9}})):
         assert comparable(old) == comparable(now) and config_fingerprint(old) == config_fingerprint(now) == digest(old)
         assert digest(old) in accepted_fingerprints(now) and digest(old) in accepted_fingerprints(old)
         assert "warmup_rounds" in old   # the caller's dict unchanged
-    other = {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup_rounds": 10}}
-    sealed = digest({"seed": 0, "warmup_rounds": 9, "algorithm": {"name": "ifca_cam", "warmup_rounds": 9}})
+    fesem_cam = {"seed": 0, "algorithm": {"name": "fesem_cam", "warmup": "base", "warmup_rounds": 1}}   # its start-up
+    assert config_fingerprint(fesem_cam) == digest({**fesem_cam, "warmup_rounds": 30})       # the old default, not 1
+    other = {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup": "fedavg", "warmup_rounds": 10}}
+    sealed = digest({"seed": 0, "warmup_rounds": 9, "algorithm": {"name": "ifca_cam", "warmup": "fedavg", "warmup_rounds": 9}})
     assert sealed not in accepted_fingerprints(other) and config_fingerprint(other) != sealed
