@@ -118,6 +118,7 @@ def _children(pid: int):
     return [(p, b" ".join(cmd).decode(errors="replace")) for p, ppid, cmd in _processes() if ppid == pid]
 
 
+@pytest.mark.slow   # 47 s: kept out of CI's 15 minutes; `pytest -m slow` runs it
 def test_a_joblib_sweep_survives_a_killed_worker_and_names_its_job(tmp_path):
     """kill -9 of one joblib worker mid-job (as the out-of-memory killer would): one line names the job it
     ran, that job runs again alone, the other jobs finish, and no worker outlives the sweep."""

@@ -146,6 +146,7 @@ def test_the_packed_launcher_writes_each_job_as_the_basic_launcher_does(tmp_path
     assert again.returncode == 0 and "0 finished, 3 skipped (already finished), 0 failed" in again.stderr
 
 
+@pytest.mark.slow   # 35 s: kept out of CI's 15 minutes (a failed packed run resuming is held in CI above); `pytest -m slow`
 @pytest.mark.skipif(not hasattr(signal, "SIGTERM"), reason="needs SIGTERM")
 def test_a_packed_sweep_stopped_mid_way_resumes_every_job_to_the_straight_metrics(tmp_path):
     args = ["hydra/launcher=packed", "rounds=30", "checkpoint_every=2", *SWEEP, f"hydra.sweep.dir={tmp_path / 'sweep'}"]

@@ -416,7 +416,8 @@ def test_a_refusal_after_the_directory_exists_removes_only_what_it_created(tmp_p
 
 # -- 5. Stop signals ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
+@pytest.mark.parametrize("sig", [signal.SIGTERM,   # SIGUSR1 (SLURM's pre-emption notice) takes the same path: slow, to keep CI under 15 min
+                                 pytest.param(signal.SIGUSR1, marks=pytest.mark.slow)])
 def test_scheduler_signals_stop_like_ctrl_c_and_the_same_command_resumes(tmp_path, sig):
     out = tmp_path / "run"
     args = ["rounds=40", "checkpoint_every=2", "plots=false", f"hydra.run.dir={out}"]
