@@ -92,9 +92,8 @@ class CFL(ClusteredAlgorithm):
                 halves = bipartition(updates[members])
                 new = self.num_clusters
                 self.centers = {k: torch.cat([v, v[c:c + 1]]) for k, v in self.centers.items()}
-                moved = members[torch.as_tensor(halves == 1, device=fed.device)]
-                assigned[moved] = new
-                self.assignment[plan.clients[moved]] = new
+                assigned[members[torch.as_tensor(halves == 1, device=fed.device)]] = new
+        self.assignment = self.assignment.index_put((plan.clients,), assigned)   # absent clients keep theirs
         step = {k: v.clone() for k, v in self.centers.items()}
         for c in range(self.num_clusters):
             members = torch.nonzero(assigned == c).squeeze(1)

@@ -96,10 +96,7 @@ class FeSEM(ClusteredAlgorithm):
         else:
             init = kmeans_plus_plus(points, self.num_clusters, fed.generator("kmeans++"))
         assigned, _ = weighted_kmeans(points, weights, init, self.kmeans_iters)
-        if len(part) == fed.num_clients:
-            self.assignment = assigned
-        else:
-            self.assignment[part] = assigned   # absent clients keep their cluster
+        self.assignment = self.assignment.index_put((part,), assigned)   # absent clients keep their cluster
         previous = self.centers if self.clustered else {k: v[:1].expand(self.num_clusters, *v.shape[1:])
                                                          for k, v in self.local.items()}
         self.centers = {k: cluster_means(v.flatten(1), weights, assigned, previous[k].flatten(1))

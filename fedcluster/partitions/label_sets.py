@@ -68,10 +68,11 @@ class LabelSetPools:
         shuffled samples dealt out in cluster order (a replay of a partition another program drew)."""
         side = "train" if split == "training" else "test"
         key = f"partition.pool_class_counts.{side}"
-        counts = np.asarray(self.class_counts.get(side) if isinstance(self.class_counts, dict) else None, dtype=object)
+        given = self.class_counts.get(side)
+        counts = np.asarray(given, dtype=object)
         if counts.shape != (K, C) or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
                                              for v in counts.ravel()):
-            raise ConfigError(f"{key}={self.class_counts.get(side) if isinstance(self.class_counts, dict) else None} "
+            raise ConfigError(f"{key}={given} "
                               f"is not allowed; allowed: {K} rows (one per cluster) of {C} whole numbers >= 0 "
                               "(samples of each class), under both keys train and test")
         counts = counts.astype(np.int64)

@@ -13,7 +13,6 @@ import torch
 from ..errors import ConfigError
 from ..settings import AtLeast, CheckedSettings, Probability
 from .allocation import Allocation
-from .shares import check_val_fraction
 
 
 class NaturalClients(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
@@ -23,7 +22,7 @@ class NaturalClients(CheckedSettings, group="partition"):   # declared rules che
         """min_samples: the fewest training samples a group may have (a smaller one is refused, naming it);
         every group also needs one test sample at least."""
         self.min_samples = min_samples
-        self.val_fraction = check_val_fraction(val_fraction)
+        self.val_fraction = val_fraction   # its rule is declared above (checked when built)
 
     @property
     def num_true_clusters(self) -> Optional[int]:

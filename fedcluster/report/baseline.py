@@ -172,25 +172,17 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
         if not any(c.value("algorithm.name") == baseline for c in members):
             members = _baseline_elsewhere(members, baseline, pool) + list(members)
         base = _baseline_cell(members, baseline)
-        base_of = {id(c): base for c in members}
-        if not any(c.value("algorithm.name") == baseline for c in members) or \
-                all(base_of[id(c)] is None for c in members):
+        if base is None:
             why = "no" if not any(c.value("algorithm.name") == baseline for c in members) else "more than one"
             notes.append(f"setting {named}: {why} {baseline} configuration to compare with; left out.")
             continue
-        bases = [c for c in members if base_of[id(c)] is c]
-        others = sorted((c for c in members if base_of[id(c)] not in (None, c)), key=label_of)
-        for c in members:
-            if base_of[id(c)] is None:
-                notes.append(f"setting {named}: {label_of(c)}: more than one {baseline} configuration to compare "
-                             "with; left out.")
+        others = sorted((c for c in members if c is not base), key=label_of)
         if not others:
             notes.append(f"setting {named}: only {baseline} ran there; nothing to compare with it.")
             continue
-        members = bases + others   # the baseline's rows first, then by name
+        members = [base] + others   # the baseline's row first, then by name
         best = {name: _significantly_best(members, value, higher) for name, value, higher, _ in metrics}
         for c in members:
-            base = base_of[id(c)]
             row = {"setting": label, "method": label_of(c) + (" (baseline)" if c is base else "")}
             tests = set()
             for name, value, higher, scale in metrics:
