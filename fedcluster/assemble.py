@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from .algorithms.base import Federation
 from .data.budget import check_fits
 from .data.federated import as_reconstruction, carve_validation, federate
+from .data.holdout import hold_out_clients
 from .engine.local import LocalTrainer
 from .engine.losses import per_sample_loss
 from .engine.optim import build_optimizer
@@ -244,7 +245,10 @@ def build(cfg: DictConfig):
                    row_activation_bytes=batch * per_sample * element_size, element_size=element_size,
                    value_bytes=getattr(source, "value_bytes", 4))
 
-    data = build_data(source, partition, cfg.seed, fits).to(hw.torch_device, hw.torch_dtype)
+    held = hold_out_clients(build_data(source, partition, cfg.seed, fits), getattr(partition, "holdout_clients", 0.0),
+                            cfg.seed)
+    data = held.seen.to(hw.torch_device, hw.torch_dtype)
+    newcomers = None if held.unseen is None else held.unseen.to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
     # algorithms take K by interpolation (config.SHARED) unless a node sets its own
@@ -254,7 +258,8 @@ def build(cfg: DictConfig):
             raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
     check_model_features(model, data, cfg, algorithm)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
-                     batch_size=cfg.train.batch_size, dropout=float(cfg.get("client_dropout", 0.0)))
+                     batch_size=cfg.train.batch_size, dropout=float(cfg.get("client_dropout", 0.0)), newcomers=newcomers,
+                     newcomer_ids=tuple(held.unseen_ids))
     t = cfg.train
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
     trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps,

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .algorithms.base import Algorithm, Federation
-from .engine.forward import outputs_on_shared
+from .engine.forward import outputs_on_shared, outputs_paired
 from .engine.losses import per_sample_loss
 from .metrics import ari, model_metrics
 
@@ -37,7 +37,28 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True) -> 
         + ([("local_val", data.validation)] if data.validation is not None else [])
     for eval_set, split in splits:
         rows += score_split(t, alg, fed, eval_set, split)
-    return rows
+    return rows + newcomer_rows(t, alg, fed)
+
+
+UNSEEN_TEST = "unseen_test"
+
+
+def newcomer_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
+    """The held-out clients (partition.holdout_clients), each with the model the method's own rule picks from
+    its training data (`Algorithm.newcomer_models`), scored on its test split: eval_set `unseen_test`, model
+    `local`, model_index its position among the held-out clients (summary.json's `holdout_clients` gives
+    their partition ids)."""
+    if fed.newcomers is None:
+        return []
+    view = fed.newcomer_view()
+    split, task, C = view.data.local_test, view.data.task, view.data.num_classes
+    out = outputs_paired(view.model, alg.newcomer_models(fed, view), split.x, split.n, view.batched_forward)
+    has = split.n > 0
+    index = torch.nonzero(has).squeeze(1).tolist()
+    return [{"round": t, "model": "local", "model_index": int(i), "eval_set": UNSEEN_TEST, "metric": metric,
+             "value": float(v)}
+            for metric, values in model_metrics(task, out[has], split.y[has], split.mask[has], C).items()
+            for i, v in zip(index, values.tolist())]
 
 
 ROUND_START_TRAIN = "round_start_train"

@@ -22,6 +22,7 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
 NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("client_dropout",): 0.0, ("dataset", "normalize"): False,
                       ("hardware", "chunk"): "auto",
                       ("partition", "cluster_seed"): None,        # 2026-11-28, CLoVE's skews
+                      ("partition", "holdout_clients"): 0.0,      # 2026-11-28, unseen clients
                       ("partition", "label_sets"): None,          # 2026-11-28, label skew 2
                       ("partition", "pool_class_counts"): None,   # 2026-11-28, label skew 3
                       ("algorithm", "keep_client_state"): True,   # 2026-11-28 on local-only (FedSoft's had it before)

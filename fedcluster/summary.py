@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from . import __version__
 from .threads import wait_policy
-from .evaluation import ari_by_true_round, assignment_costs, convergence, matching_costs
+from .evaluation import UNSEEN_TEST, ari_by_true_round, assignment_costs, convergence, matching_costs
 from .metrics import hungarian_match, key_metric
 from .pairing import center_pairing
 from .provenance import source_revision
@@ -60,6 +60,9 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
     split_sizes = {"local_test": data.local_test.n.cpu().numpy(), "local_train": data.train.n.cpu().numpy()}
     if data.validation is not None:
         split_sizes["local_val"] = data.validation.n.cpu().numpy()
+    if fed.newcomers is not None:   # the clients kept out of training (partition.holdout_clients)
+        split_sizes[UNSEEN_TEST] = fed.newcomers.local_test.n.cpu().numpy()
+        summary["unseen_clients"] = list(fed.newcomer_ids)   # their ids in the partition's numbering
     summary["local_micro"] = pooled_over_clients(at[at["model"] == "local"], split_sizes)
     alternatives = at[at["model"].str.startswith("local:")]
     if len(alternatives):   # the same method's other predictors (FedEM: mixture / top component)

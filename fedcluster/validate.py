@@ -15,6 +15,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from .engine.optim import OPTIMIZERS
 from .errors import ConfigError
+from .algorithms.base import serves_newcomers
 from .identity import flatten
 from .schema import parameters
 from .settings import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
@@ -131,6 +132,11 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"client_dropout={plain['client_dropout']}: algorithm={alg.get('name')} draws no random sample "
                           "of clients to drop from (it has no client_fraction); allowed: client_dropout=0 for it, or a "
                           "method with client_fraction")
+    holdout = (plain.get("partition") or {}).get("holdout_clients")
+    if isinstance(holdout, (int, float)) and holdout > 0 and not serves_newcomers(_class_of(alg)):
+        raise ConfigError(f"partition.holdout_clients={holdout}: algorithm={alg.get('name')} has no rule that picks a "
+                          f"model for a client it never trained; allowed: holdout_clients=0 for it, or one of "
+                          f"{newcomer_methods()}")
     if alg.get("warmup") == "fedavg" and isinstance(alg.get("warmup_rounds"), int) \
             and isinstance(plain.get("rounds"), int) and alg["warmup_rounds"] >= plain["rounds"]:
         raise ConfigError(f"algorithm.warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "
@@ -141,3 +147,17 @@ def validate(cfg: DictConfig) -> None:
             and part["min_samples"] > part["max_samples"]:
         raise ConfigError(f"partition.min_samples={part['min_samples']} exceeds partition.max_samples="
                           f"{part['max_samples']}; allowed: min_samples <= max_samples")
+
+
+def _class_of(node: dict):
+    """The class a config node's `_target_` names, or None where it names none that loads."""
+    try:
+        return get_class(node["_target_"])
+    except Exception:   # noqa: BLE001 -- a node without a loadable target is refused where it is built
+        return None
+
+
+def newcomer_methods() -> list:
+    """The methods (algorithm names) whose class serves newcomers, for the refusal's allowed list."""
+    from . import algorithms
+    return sorted({c.name for c in vars(algorithms).values() if serves_newcomers(c)})

@@ -145,6 +145,14 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         return {"local": self.local_outputs(fed, split)} | {
             f"local:{name}": out for name, out in self.label_picks(fed, split).items()}
 
+    def newcomer_models(self, fed: Federation, newcomers: Federation) -> Optional[Stack]:
+        """[N'] the model this method gives each client that joins after training (partition.holdout_clients,
+        data/holdout.py), chosen by the method's own rule from the newcomers' training data alone
+        (`newcomers.data.train`; their test data is what the model is then scored on). `fed`: the trained
+        clients' run. None (default): the method has no such rule, and a run that holds clients out is refused
+        (`serves_newcomers`)."""
+        return None
+
     def assignment_weights(self) -> Optional[torch.Tensor]:
         """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""
         return None
@@ -200,3 +208,8 @@ def random_assignment(n: int, k: int, g: torch.Generator) -> torch.Tensor:
         movable = torch.nonzero(counts[labels] > 1).squeeze(1)
         labels[movable[torch.randint(len(movable), (1,), generator=g)]] = j
     return labels
+
+
+def serves_newcomers(cls) -> bool:
+    """Whether algorithm class `cls` picks a model for a client it never trained (overrides `newcomer_models`)."""
+    return isinstance(cls, type) and issubclass(cls, Algorithm) and cls.newcomer_models is not Algorithm.newcomer_models

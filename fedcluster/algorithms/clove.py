@@ -116,6 +116,22 @@ class CLoVE(ClusteredAlgorithm):
         model_of_group = match_groups_to_models(groups, vectors, self.matching)
         return torch.as_tensor(model_of_group[groups], device=fed.device)
 
+    def embed(self, losses: torch.Tensor) -> torch.Tensor:
+        """A client's embedding (§4): its loss vector, or the vector's square roots."""
+        return losses.clamp_min(0).sqrt() if self.embedding == "sqrt_loss" else losses
+
+    def newcomer_models(self, fed, newcomers):
+        """CLoVE's rule from a newcomer's embedding: its loss vector over the K models (lines 5-7) joins the
+        group whose trained clients' embeddings, under the same models, are nearest on average (the group's
+        centroid, as k-means of line 9 would place it), and takes that group's model (line 10's matching, kept
+        in `assignment`). A model with no trained client in the final clustering is no group."""
+        seen = self.embed(fed.mean_train_losses(self.centers)).double()       # [N, K]
+        new = self.embed(newcomers.mean_train_losses(self.centers)).double()  # [N', K]
+        models = torch.unique(self.assignment)
+        centroids = torch.stack([seen[self.assignment == j].mean(0) for j in models])   # [G, K]
+        nearest = torch.cdist(new, centroids).argmin(1)
+        return rows_of(self.centers, models[nearest])
+
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t)
         self.assignment[clients] = self.assign(t, fed, clients)

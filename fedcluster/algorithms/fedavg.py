@@ -42,6 +42,10 @@ class FedAvg(Algorithm):
     def local_outputs(self, fed, split):
         return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]
 
+    def newcomer_models(self, fed, newcomers):
+        """A client that never trained gets the global model, as every client does."""
+        return copies(self.global_model, newcomers.num_clients, fed.device)
+
 
 class FedProx(FedAvg):
     """FedAvg with the proximal term mu/2 ||w - w_global||^2 in every local objective."""

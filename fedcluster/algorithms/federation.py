@@ -1,6 +1,6 @@
 """What algorithms may use of a run: the clients' data, the model, and the run's random streams."""
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import torch
 
@@ -25,6 +25,9 @@ class Federation:
     batched_forward: bool = False
     batch_size: Optional[int] = None   # the run's train.batch_size: the local solver's mini-batches
     dropout: float = 0.0   # the run's client_dropout: the chance that a sampled client never reports in a round
+    # the clients kept out of training (partition.holdout_clients, data/holdout.py), scored as newcomers
+    newcomers: Optional[FederatedData] = None
+    newcomer_ids: Tuple[int, ...] = ()   # their ids in the partition (the trained clients are renumbered 0..N-1)
 
     def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
@@ -33,6 +36,11 @@ class Federation:
     def with_seed(self, seed: int) -> "Federation":
         """A view with its own random streams (an ensemble member)."""
         return replace(self, seed=seed)
+
+    def newcomer_view(self) -> "Federation":
+        """The run seen from its held-out clients: their data in place of the trained clients' (same model,
+        streams and device), for a method's rule that picks a newcomer's model (Algorithm.newcomer_models)."""
+        return replace(self, data=self.newcomers, newcomers=None, newcomer_ids=(), train_offsets=None)
 
     @property
     def num_clients(self) -> int:

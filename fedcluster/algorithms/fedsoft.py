@@ -99,6 +99,13 @@ class FedSoft(Algorithm):
     def cluster_models(self):
         return self.centers
 
+    def newcomer_models(self, fed, newcomers):
+        """A newcomer's importance weights u_s (eq. 3: the share of its training samples on which center s has the
+        smallest loss) and, having trained nothing, the point its proximal term pulls toward: sum_s u_s c_s (the
+        minimiser of the personalised objective's term lam/2 sum_s u_s ||w - c_s||^2, eq. 5)."""
+        u = importance_weights(newcomers.train_losses(self.centers), newcomers.sizes, self.smoother)   # [N', S]
+        return {k: torch.einsum("ns,s...->n...", u.to(c.dtype), c) for k, c in self.centers.items()}
+
     def local_models(self, fed):
         return self.local
 

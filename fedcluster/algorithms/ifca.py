@@ -90,6 +90,11 @@ class IFCA(ClusteredAlgorithm):
                             for k, c in centers.items()}
         return MixedSums(w, done)
 
+    def newcomer_models(self, fed, newcomers):
+        """IFCA's assignment rule (its eq. 3, the one every client follows each round): the cluster model
+        with the smallest mean loss on the newcomer's training data."""
+        return rows_of(self.centers, newcomers.mean_train_losses(self.centers).argmin(1))
+
     def models_on(self, fed, split, partner=None) -> torch.Tensor:
         """[N] each client's cluster model with the smallest mean loss on its samples of `split`
         (of partner + model where `partner` logits are given); 0 for a client without samples.

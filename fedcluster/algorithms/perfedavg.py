@@ -67,6 +67,11 @@ class PerFedAvg(FedAvg):
             self._personal = self.personalise(fed)
         return self._personal
 
+    def newcomer_models(self, fed, newcomers):
+        """Per-FedAvg's point (Fallah et al. 2020, §1): a client that joins adapts the global model with one
+        gradient step on its own training data, as every trained client does at evaluation."""
+        return self.personalise(newcomers)
+
     def personalise(self, fed):
         tr, task = fed.data.train, fed.data.task
         glob = {k: v[0] for k, v in self.global_model.items()}

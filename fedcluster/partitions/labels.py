@@ -15,9 +15,9 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Positive, Probability, CheckedSettings
+from ..settings import AtLeast, HoldoutShare, Positive, Probability, CheckedSettings
 from .allocation import Allocation
-from .shares import LabelSplit, check_val_fraction, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
+from .shares import LabelSplit, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
 
 class LabelPartition(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
@@ -25,9 +25,9 @@ class LabelPartition(CheckedSettings, group="partition"):   # declared rules che
     name = "labels"
 
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 200, min_samples: Annotated[int, AtLeast(1)] = 10,
-                 val_fraction: Annotated[float, Probability] = 0.1):
+                 val_fraction: Annotated[float, Probability] = 0.1, holdout_clients: HoldoutShare = 0.0):
         self.num_clients, self.min_samples = num_clients, min_samples
-        self.val_fraction = check_val_fraction(val_fraction)
+        self.val_fraction, self.holdout_clients = val_fraction, holdout_clients   # rules declared above
 
     @property
     def num_true_clusters(self) -> Optional[int]:

@@ -11,18 +11,19 @@ from typing import Annotated, Optional
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, CheckedSettings, Probability
+from ..settings import AtLeast, CheckedSettings, HoldoutShare, Probability
 from .allocation import Allocation
 
 
 class NaturalClients(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
     name = "natural"
 
-    def __init__(self, min_samples: Annotated[int, AtLeast(1)] = 1, val_fraction: Annotated[float, Probability] = 0.1):
+    def __init__(self, min_samples: Annotated[int, AtLeast(1)] = 1, val_fraction: Annotated[float, Probability] = 0.1,
+                 holdout_clients: HoldoutShare = 0.0):
         """min_samples: the fewest training samples a group may have (a smaller one is refused, naming it);
         every group also needs one test sample at least."""
         self.min_samples = min_samples
-        self.val_fraction = val_fraction   # its rule is declared above (checked when built)
+        self.val_fraction, self.holdout_clients = val_fraction, holdout_clients   # rules declared above
 
     @property
     def num_true_clusters(self) -> Optional[int]:

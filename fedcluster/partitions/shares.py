@@ -80,11 +80,3 @@ def take_indices(labels: torch.Tensor, counts: np.ndarray, g: torch.Generator) -
         for i, part in enumerate(torch.split(members[: int(counts[c].sum())], counts[c].tolist())):
             pieces[i].append(part)
     return [torch.sort(torch.cat(p)).values if p else torch.zeros(0, dtype=torch.long) for p in pieces]
-
-
-def check_val_fraction(value: float) -> float:
-    """partition.val_fraction: the share of each client's training data held out for validation
-    (hyperparameter search reads it, never test data); 0 turns it off."""
-    if not 0 <= value < 1:
-        raise ConfigError(f"partition.val_fraction={value} must be in [0, 1) (0: no validation split)")
-    return value
