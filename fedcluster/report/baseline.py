@@ -28,6 +28,9 @@ METRICS: List[Metric] = [
     ("micro acc (pts)", _local("local_test_accuracy", micro=True), True, 100.0),
     ("F1 (pts)", _local("local_test_macro_f1"), True, 100.0),
     ("MSE", _local("local_test_mse"), False, 1.0),
+    # the clients kept out of training (partition.holdout_clients), each with the model its method's rule picks
+    ("unseen acc (pts)", _local("unseen_test_accuracy"), True, 100.0),
+    ("unseen MSE", _local("unseen_test_mse"), False, 1.0),
     ("ARI", lambda s: s.get("ari"), True, 1.0),
 ]
 
@@ -38,7 +41,9 @@ NOTE = ("Differences to the baseline {b}: this configuration's mean minus {b}'s 
         "Welch's unequal-variance interval otherwise (the 'test' column says which, and over how many seeds). "
         "'*': the interval excludes 0. '▲best': significantly the best configuration of its setting in that "
         "column (its interval against every other configuration there excludes 0). acc, micro acc, F1 in "
-        "percentage points of the local test metric; ARI of the final clustering; MSE lower is better.")
+        "percentage points of the local test metric; ARI of the final clustering; MSE lower is better; "
+        "'unseen': on the clients held out of training (partition.holdout_clients), each with the model its method "
+        "picks for a newcomer.")
 
 
 def _is_option(key: str) -> bool:
