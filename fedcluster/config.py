@@ -30,7 +30,7 @@ OPTIONS = {
                   partitions.DirichletLabels, partitions.ClusteredDirichletLabels, partitions.NClassLabels,
                   partitions.ClusteredNClassLabels, partitions.LabelSkew1, partitions.LabelSkew2,
                   partitions.LabelSkew3, partitions.LabelSkew4, partitions.FeatureSkew, partitions.ConceptShift,
-                  partitions.NaturalClients],
+                  partitions.NaturalClients, partitions.FlowerPartition],
     "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.GenConvNet, models.LettersCNN, models.FedAvgCNN, models.CifarCNN,
               models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder,
               models.TextCNN],
