@@ -65,8 +65,14 @@ def _drop_names(plain):
 
 
 def make(node: DictConfig, **kwargs):
-    """hydra.utils.instantiate without the groups' descriptive `name` keys."""
-    return hydra.utils.instantiate(_drop_names(OmegaConf.to_container(node, resolve=True)), **kwargs)
+    """hydra.utils.instantiate without the groups' descriptive `name` keys; a class's own one-line refusal
+    (ConfigError) comes out as it is, not wrapped in Hydra's InstantiationException."""
+    try:
+        return hydra.utils.instantiate(_drop_names(OmegaConf.to_container(node, resolve=True)), **kwargs)
+    except hydra.errors.InstantiationException as e:
+        if isinstance(e.__cause__, ConfigError):
+            raise e.__cause__ from None
+        raise
 
 
 def build_data(source, partition, seed: int, fits=None):

@@ -25,7 +25,8 @@ from .identity import NAME_EXCLUDED_KEYS
 from .schema import schema_of
 
 OPTIONS = {
-    "dataset": [data.SyntheticRegression, data.SeparatedRegression, data.ImageSource, data.TextSource, data.TensorSource],
+    "dataset": [data.SyntheticRegression, data.SeparatedRegression, data.ImageSource, data.TextSource, data.TensorSource,
+                data.HuggingFaceSource],
     "partition": [partitions.TwoGroupMix, partitions.LinearMix, partitions.RandomMix, partitions.Clustered,
                   partitions.DirichletLabels, partitions.ClusteredDirichletLabels, partitions.NClassLabels,
                   partitions.ClusteredNClassLabels, partitions.LabelSkew1, partitions.LabelSkew2,

@@ -33,6 +33,7 @@ INSTEAD = {   # options that need other data than CONTEXT gives their group
     ("model", "linear"): [],
     ("model", "mlp"): [],
     ("dataset", "tensors"): ["model=mlp", "partition=dirichlet"],   # a table of the user's (data_root/table.csv)
+    ("dataset", "hf"): ["model=lenet", "partition=dirichlet"],      # a HuggingFace data set on disk (data_root/hf_images)
     ("model", "fc_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
     ("model", "conv_autoencoder"): IMAGES + ["partition=random", "dataset.unsupervised=true"],
     **{("partition", mix): TWO_ROTATIONS for mix in ("mix_10_90", "mix_30_70", "linear", "random", "clustered")},
@@ -61,6 +62,15 @@ def data_root(tmp_path_factory) -> Path:
     labels = g.integers(0, 3, size=600)
     table = np.column_stack([g.normal(size=(600, 6)) + labels[:, None], labels])
     np.savetxt(root / "table.csv", table, delimiter=",", header="a,b,c,d,e,f,label", comments="", fmt="%.5g")
+    try:   # a HuggingFace data set on disk for dataset=hf (optional extra): 400 + 100 grey 28x28 images
+        import datasets
+        features = datasets.Features({"img": datasets.Image(), "label": datasets.ClassLabel(num_classes=10)})
+        splits = {split: datasets.Dataset.from_dict({"img": list(g.integers(0, 256, (n, 28, 28), dtype=np.uint8)),
+                                                     "label": g.integers(0, 10, n).tolist()}, features=features)
+                  for split, n in (("train", 400), ("test", 100))}
+        datasets.DatasetDict(splits).save_to_disk(str(root / "hf_images"))
+    except ImportError:
+        pass
     return root
 
 
@@ -77,6 +87,10 @@ def shrink(cfg, root: Path):
             d.train_size = None
         if d.get("name") == "tensors" and d.get("path") is None:
             d.update(path=str(root / "table.csv"), labels="label")
+        if d.get("name") == "hf" and d.get("path") is None:
+            if not (root / "hf_images").is_dir():
+                pytest.skip("dataset=hf needs the optional HuggingFace datasets package")
+            d.update(path=str(root / "hf_images"), input="img")
         if "test_size" in d:
             d.test_size = 100 if "root" not in d else None
         if "num_clusters" in p and "default_clusters" not in p and cfg.num_clusters is None:

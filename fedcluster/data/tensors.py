@@ -95,12 +95,16 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
                               "(README: Your own data)")
         self.name, self.task, self.seed = name, task, seed
         read = lambda file: self._read(file, labels, features, feature_columns, distributions)
-        train = read(path)
-        if test_path is not None:
-            test = read(test_path)
-        else:
+        self._settle(read(path), None if test_path is None else read(test_path), distributions is not None,
+                     test_fraction, standardize, f"dataset.test_path={test_path}")
+
+    def _settle(self, train: dict, test: Optional[dict], grouped: bool, test_fraction: float, standardize: bool,
+                test_source: str) -> None:
+        """The pools from the read columns ({features, labels, distributions}): the test rows `test`, or a seeded
+        `test_fraction` of `train`'s; features standardised by the training rows; labels as 0..C-1."""
+        if test is None:
             rows = len(train["labels"])
-            order = torch.randperm(rows, generator=generator(seed, "tensors-test-split")).numpy()
+            order = torch.randperm(rows, generator=generator(self.seed, "tensors-test-split")).numpy()
             cut = int(round(rows * test_fraction))
             if cut < 1 or cut >= rows:
                 raise ConfigError(f"dataset.test_fraction={test_fraction} of {rows} rows leaves no training or no "
@@ -108,7 +112,7 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
             test = {k: v[order[:cut]] for k, v in train.items()}
             train = {k: v[order[cut:]] for k, v in train.items()}
         if train["features"].shape[1:] != test["features"].shape[1:]:
-            raise ConfigError(f"dataset.test_path={test_path}: samples of shape {test['features'].shape[1:]}, the "
+            raise ConfigError(f"{test_source}: samples of shape {test['features'].shape[1:]}, the "
                               f"training file's are {train['features'].shape[1:]}")
         self.in_shape = tuple(train["features"].shape[1:])
         if standardize:
@@ -119,8 +123,8 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
         y_train, y_test = self._targets(train["labels"], test["labels"])
         groups = sorted(set(np.unique(train.get("distributions", np.zeros(1)))) |
                         set(np.unique(test.get("distributions", np.zeros(1)))), key=str)
-        self.distribution_names = [str(g) for g in groups] if distributions is not None else ["all"]
-        self._pools = {split: self._by_distribution(part, y, groups if distributions is not None else None)
+        self.distribution_names = [str(g) for g in groups] if grouped else ["all"]
+        self._pools = {split: self._by_distribution(part, y, groups if grouped else None)
                        for split, part, y in (("train", train, y_train), ("test", test, y_test))}
 
     def _read(self, path: str, labels, features, feature_columns, distributions) -> dict:

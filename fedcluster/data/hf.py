@@ -1,0 +1,150 @@
+"""Any HuggingFace `datasets` data set on this machine as a data set: `dataset=hf dataset.path=<dir or file>`
+(optional extra `fedcluster[hf]`; issue 59).
+
+`path` is a directory written by `save_to_disk` (a Dataset, or a DatasetDict whose `split` and `test_split`
+are read), or a `.parquet` / `.arrow` file (its test rows from `test_path`, or a seeded `test_fraction`).
+Nothing is downloaded and nothing is unpickled: `load_from_disk` and the parquet/arrow readers read Arrow
+tables, and nothing is written (no cache: parquet is read into memory, arrow memory-mapped). `input` names the column a model reads:
+- an image column (datasets' Image feature, or nested lists of pixels): stored as uint8 [C, H, W] and turned
+  into x / 255 only when a batch is read, as fedcluster's own image sets are (models: lenet, genconv, ...);
+- a text column: word ids from scikit-learn's CountVectorizer (the `vocab_size` most frequent words of the
+  training texts, cut or padded to `max_len`, 0 padding and 1 unknown), as dataset=ag_news (model=textcnn);
+- a numeric column (a number or a fixed-length list per row): float features (model=mlp, model=linear).
+`labels` is the label column, `distributions` an optional column of each row's group (partition=natural,
+partition=flower partition.partition_by=group, mixtures). Splitting, labels and groups follow dataset=tensors."""
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+
+from ..errors import ConfigError, DataNotFoundError
+from ..settings import AtLeast, Between, OneOf
+from .samples import ImageDecode
+from .tensors import TensorSource
+from .text import token_ids
+
+FILES = (".parquet", ".arrow")
+
+
+def _datasets():
+    try:
+        import datasets
+    except ImportError:
+        raise ConfigError("dataset=hf needs HuggingFace datasets, which is not installed; allowed: "
+                          "pip install 'fedcluster[hf]' (or pip install datasets)") from None
+    return datasets
+
+
+def load_table(path: str, split: str):
+    """The HF Dataset at `path` (a save_to_disk directory, a DatasetDict's `split`, or a parquet/arrow file)."""
+    datasets = _datasets()
+    where = Path(path).expanduser()
+    if where.is_dir():
+        loaded = datasets.load_from_disk(str(where))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise ConfigError(f"dataset.path={path} has the splits {sorted(loaded)}; dataset.split={split} is none "
+                                  "of them")
+            return loaded[split]
+        return loaded
+    if where.suffix.lower() not in FILES:
+        raise ConfigError(f"dataset.path={path} is not what dataset=hf reads; allowed: a save_to_disk directory or a "
+                          f"{' / '.join(FILES)} file")
+    if not where.is_file():
+        raise DataNotFoundError(f"dataset.path={path}: no such file or directory")
+    if where.suffix.lower() == ".arrow":
+        return datasets.Dataset.from_file(str(where))   # memory-mapped in place
+    import pyarrow.parquet as pq   # read into memory: Dataset.from_parquet would write a cache under ~/.cache
+    return datasets.Dataset(pq.read_table(str(where)))
+
+
+def has_split(path: str, split: str) -> bool:
+    where = Path(path).expanduser()
+    return where.is_dir() and (where / split).is_dir() and (where / "dataset_dict.json").is_file()
+
+
+class HuggingFaceSource(TensorSource):
+    """Rows of a HuggingFace data set on disk. See the module docstring."""
+
+    def __init__(self, path: Optional[str] = None, split: str = "train", test_split: str = "test",
+                 test_path: Optional[str] = None, input: str = "image", labels: str = "label",
+                 distributions: Optional[str] = None,
+                 task: Annotated[str, OneOf("classification", "regression")] = "classification",
+                 test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
+                 vocab_size: Annotated[int, AtLeast(1)] = 20000, max_len: Annotated[int, AtLeast(1)] = 64,
+                 seed: Annotated[int, AtLeast(0)] = 0, name: str = "hf"):
+        """path: a save_to_disk directory or a parquet/arrow file; split / test_split: a DatasetDict's training
+        and test splits (a directory without `test_split`, or a file: test_path's rows, else a seeded
+        test_fraction); input: the column the model reads; labels: the label column; distributions: a column
+        of each row's group (null: one distribution); vocab_size, max_len: a text column's word ids."""
+        if path is None:
+            raise ConfigError("dataset.path is not set; allowed: a save_to_disk directory or a parquet/arrow file of a "
+                              "HuggingFace data set (README: Your own data)")
+        self.name, self.task, self.seed, self.vocab_size, self.max_len = name, task, seed, vocab_size, max_len
+        train = load_table(path, split)
+        if test_path is not None:
+            test = load_table(test_path, test_split)
+        else:
+            test = load_table(path, test_split) if has_split(path, test_split) else None
+        for column in (input, labels, distributions):
+            if column is not None and column not in train.column_names:
+                raise ConfigError(f"dataset.path={path}: no column {column!r}; its columns: {train.column_names}")
+        kind = self._kind(train, input)
+        read = lambda table: self._columns(table, input, labels, distributions, kind)
+        columns = [read(train), None if test is None else read(test)]
+        if kind == "text":
+            columns = self._tokenized(columns)
+        self._settle(columns[0], columns[1], distributions is not None, test_fraction, False,
+                     f"dataset.test_split={test_split}")
+        if kind == "image":
+            self.decode, self.value_bytes = ImageDecode(), 1   # uint8 until a batch is read (data/samples.py)
+
+    @staticmethod
+    def _kind(table, column: str) -> str:
+        feature = table.features[column]
+        type_name = type(feature).__name__
+        if type_name == "Image":
+            return "image"
+        if type_name == "Value" and feature.dtype in ("string", "large_string"):
+            return "text"
+        return "numeric"
+
+    def _columns(self, table, input: str, labels: str, distributions: Optional[str], kind: str) -> dict:
+        raw = table[input]
+        if kind == "image":
+            pixels = np.stack([np.asarray(v) for v in raw])
+            if pixels.ndim == 3:          # [N, H, W]: one channel
+                pixels = pixels[:, None]
+            elif pixels.ndim == 4:        # [N, H, W, C] as PIL gives colour images
+                pixels = pixels.transpose(0, 3, 1, 2)
+            else:
+                raise ConfigError(f"dataset.input={input}: images of shape {pixels.shape[1:]}; allowed: H x W or "
+                                  "H x W x C pixels")
+            features = np.ascontiguousarray(pixels.astype(np.uint8))
+        elif kind == "text":
+            features = np.asarray([str(t) for t in raw], dtype=object)
+        else:
+            try:
+                features = np.asarray(raw, dtype=np.float32)
+            except (TypeError, ValueError):
+                raise ConfigError(f"dataset.input={input}: rows are not numbers of one length; allowed: an image, a "
+                                  "text, or a numeric column") from None
+            if features.ndim == 1:
+                features = features[:, None]
+            if not np.isfinite(features).all():
+                raise ConfigError(f"dataset.input={input}: NaN or infinite values; allowed: finite numbers")
+        out = {"features": features, "labels": np.asarray(table[labels])}
+        if distributions is not None:
+            out["distributions"] = np.asarray([str(v) for v in table[distributions]])
+        return out
+
+    def _tokenized(self, columns):
+        """Word ids [n, max_len] of each text, the vocabulary from the training texts alone."""
+        from sklearn.feature_extraction.text import CountVectorizer
+        texts = [c["features"] if c is not None else None for c in columns]
+        vectorizer = CountVectorizer(max_features=self.vocab_size, lowercase=True).fit(list(texts[0]))
+        vocabulary, analyzer = vectorizer.vocabulary_, vectorizer.build_analyzer()
+        for c, t in zip(columns, texts):
+            if c is not None:
+                c["features"] = token_ids(list(t), vocabulary, analyzer, self.max_len).numpy()
+        return columns
