@@ -8,7 +8,7 @@ run's result files, not its checkpoints or logs:
 - config.yaml, summary.json and every table sealed in summary.json's `integrity` (metrics.csv,
   assignments.csv, cluster_sizes.csv, ...), plus `.hydra/overrides.yaml` where present (the command);
 - under the same relative path as in the sweep, so `fedcluster-report DEST` and
-  `scripts/leaderboard.py DEST` read the archive as they read the sweep, and a sweep pointed at a
+  `fedcluster-report leaderboard DEST` read the archive as they read the sweep, and a sweep pointed at a
   copy of the archive skips these jobs ("already holds this config's finished run");
 - each run is copied into a hidden temporary folder, checked against its seal there, and renamed into
   place, so an interrupted archive leaves no half-copied run.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The queue a session lent a GPU runs, most needed first, without any job already finished on either device:
 # Fed-CAM Table 1 (core rows, then sensitivity rows), Fed-CAM Table 2 (the same), then the leaderboard's
-# cells (scripts/leaderboard.sh). Finished means: a row of the committed per-run CSV of the first GPU session,
+# cells (conf/preset/leaderboard/, listed by `fedcluster-report leaderboard DIR --list`). Finished means: a row of the committed per-run CSV of the first GPU session,
 # or a run folder archived under docs/results (scripts/archive_runs.py), or one under any extra DONE folder.
 #
 #   bash scripts/gpu_session_queue.sh QUEUE [DONE ...]        # writes QUEUE, prints how many jobs it holds
@@ -24,7 +24,7 @@ trap 'rm -f "$cam" "$board" "$cam_left" "$board_left"' EXIT
 # for the leaderboard's jobs of the same partition and method (CLoVE's protocol there)
 for m in core all; do bash scripts/cam_fmnist_tables.sh gpu_runs/t1 table1 $m --list hardware=cuda; done >> "$cam"
 for m in core all; do bash scripts/cam_fmnist_tables.sh gpu_runs/t2 table2 $m --list hardware=cuda; done >> "$cam"
-bash scripts/leaderboard.sh gpu_runs/lb all --list hardware=cuda >> "$board"
+fedcluster-report leaderboard gpu_runs/lb --list hardware=cuda >> "$board"
 python3 scripts/pending_jobs.py "$cam" "$cam_left" --done "$P/cam_fmnist_h100_per_run.csv" "$P/cam_runs" "$@"
 python3 scripts/pending_jobs.py "$board" "$board_left" --done docs/results/leaderboard_runs "$@"
 mkdir -p "$(dirname "$queue")"

@@ -53,8 +53,8 @@ def canonical(name: str) -> str:
     """A folder name compared without its spelling of booleans (a sweep writes a bool as `True` where the
     command line said `true`; observed: `algorithm.report_label_pick=True` from `...=true`) and without
     `hardware=...`: a job finished on this CPU is not redone on a GPU, nor the other way round (the same
-    configuration; cam_cells.py and leaderboard.py say which device ran each seed), and without the retired
-    top-level `warmup_rounds=` (identity.RETIRED_KEYS): leaderboard.sh gave IFCA-CAM's jobs 30 % of their rounds
+    configuration; cam_cells.py and `fedcluster-report leaderboard` say which device ran each seed), and without the retired
+    top-level `warmup_rounds=` (identity.RETIRED_KEYS): the leaderboard's old script gave IFCA-CAM's jobs 30 % of their rounds
     that way, which is IFCA-CAM's own default now, so today's job has no such override."""
     items = []
     for item in name.split(","):

@@ -5,7 +5,7 @@
 #   bash scripts/run_queue.sh QUEUE RUNS_DIR SECONDS [PARALLEL]
 #
 # QUEUE: one job per line, its `fedcluster` arguments (the --list output of scripts/cam_fmnist_tables.sh or
-# scripts/leaderboard.sh; each names its own hydra.sweep.dir, which should lie under RUNS_DIR). PARALLEL
+# `fedcluster-report leaderboard DIR --list`; each names its own hydra.sweep.dir, which should lie under RUNS_DIR). PARALLEL
 # (default 10) jobs run at once, one thread each; at SECONDS the jobs still running are stopped (each resumes
 # from its checkpoint when the queue is run again: finished jobs are skipped, one directory per job). At the
 # end RUNS_DIR/finished.tgz holds every finished run under RUNS_DIR without checkpoints or PDFs (for a

@@ -70,12 +70,16 @@ def test_run_queue_packs_the_finished_runs_without_checkpoints(tmp_path):
 
 
 def test_the_leaderboard_lists_its_jobs_with_the_overrides_and_runs_none(tmp_path):
-    from sweepjobs import recorded_jobs
-    script = ROOT / "scripts" / "leaderboard.sh"
-    ran = recorded_jobs(script, [str(tmp_path / "lb"), "small", "hardware=cuda"], tmp_path)
-    out = subprocess.run(["bash", str(script), str(tmp_path / "lb"), "small", "--list", "hardware=cuda"],
-                         capture_output=True, text=True, check=True).stdout
-    assert [line.split() for line in out.splitlines()] == ran and len(ran) == 2 * 2 * 3 * 19
-    assert all(job[-2] == "hardware=cuda" for job in ran)
-    bad = subprocess.run(["bash", str(script), str(tmp_path / "x"), "small", "--bogus"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "option --bogus is unknown" in bad.stderr and not (tmp_path / "x").exists()
+    """`fedcluster-report leaderboard DIR --list OVERRIDE`: one line of `fedcluster` arguments per job of the presets'
+    grid, the overrides on each, nothing run or written; an option it does not know is refused."""
+    import sys
+    out = subprocess.run([sys.executable, "-m", "fedcluster.report", "leaderboard", str(tmp_path / "lb"), "--list",
+                          "hardware=cuda"], capture_output=True, text=True, check=True).stdout
+    jobs = [line.split() for line in out.splitlines()]
+    small = [j for j in jobs if j[0] in ("+preset=leaderboard/small_digits", "+preset=leaderboard/small_mnist")]
+    assert len(small) == 2 * 2 * 3 * 19 and len(jobs) == 684
+    assert all(job[-2] == "hardware=cuda" and job[-1] == f"hydra.sweep.dir={tmp_path / 'lb'}" for job in jobs)
+    assert not (tmp_path / "lb").exists()
+    bad = subprocess.run([sys.executable, "-m", "fedcluster.report", "leaderboard", str(tmp_path / "x"), "--bogus"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr and not (tmp_path / "x").exists()

@@ -1,9 +1,9 @@
-"""The leaderboard: scripts/leaderboard.sh's jobs compose (and the small-protocol ones build their
-model on their data), and scripts/leaderboard.py lays constructed runs with known values out with
-their intervals, the significantly-best mark and the missing cells, and draws its figure."""
-import importlib.util
+"""The leaderboard: its presets' jobs (conf/preset/leaderboard/) compose (and the small-protocol ones build
+their model on their data), and `fedcluster-report leaderboard` lays constructed runs with known values out
+with their intervals, the significantly-best mark and the missing cells, and draws its figure."""
 import math
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -11,21 +11,25 @@ import pytest
 
 from conftest import ROOT, make_cfg
 from fedcluster.assemble import build
-from sweepjobs import job_overrides, recorded_jobs
+from fedcluster.report import leaderboard
+from fedcluster.report.grid import PRESETS, planned_jobs
 from test_report import make_run
 
-spec = importlib.util.spec_from_file_location("leaderboard", ROOT / "scripts" / "leaderboard.py")
-leaderboard = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(leaderboard)
 T2 = 4.302652729911275
 
 
+def job_args(job: dict) -> list:
+    """A job of the grid as the overrides it composes with: its preset and its sweeper parameters' values."""
+    return [f"+preset={job['preset']}"] + [f"{k}={v}" for k, v in job.items() if k != "preset"]
+
+
 def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
-    jobs = recorded_jobs(ROOT / "scripts" / "leaderboard.sh", [str(tmp_path / "sweep"), "all"], tmp_path)
+    jobs = [job_args(j) for j in planned_jobs()]
     assert len(jobs) == 19 * 3 * (6 + 2 + 4)     # 19 methods x 3 seeds x (6 CLoVE + 2 Fed-CAM + 4 small settings)
+    assert len(PRESETS) == 6
     shapes = {}
     for args in jobs:
-        o = job_overrides(args)
+        o = args
         shapes.setdefault(tuple(x for x in o if not x.startswith("seed=")), args)
     # every method in one setting and every setting with one method (all 228 shapes take minutes)
     first = {}
@@ -35,23 +39,24 @@ def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
         first.setdefault(("method", method), args)
         first.setdefault(("setting", setting), args)
     for args in {id(a): a for a in first.values()}.values():
-        make_cfg([a for a in args if not a.startswith("hydra.")])   # what the CLI composes at launch
-        make_cfg(job_overrides(args))                                  # the job
+        make_cfg(args[:1])   # what the CLI composes at launch (the preset alone)
+        make_cfg(args)       # the job
     for dataset in ("digits", "mnist_subset"):     # data bundled with pip packages: build the model on it
         args = next(a for s, a in shapes.items() if f"dataset={dataset}" in s and "algorithm=fedavg" in s)
-        build(make_cfg(job_overrides(args)))
-    # the plan the script writes is exactly the jobs it launches (what leaderboard.py lists as missing)
+        build(make_cfg(args))
+    # the plan `--plan` writes is exactly the presets' jobs (what the page lists as missing)
+    assert leaderboard.main([str(tmp_path / "sweep"), "--plan"]) == 0
     plan = leaderboard.read_plan(tmp_path / "sweep")
     launched = {}
     for args in jobs:
-        o = dict(x.split("=", 1) for x in job_overrides(args) if "=" in x)
+        o = dict(x.split("=", 1) for x in args if "=" in x)
         launched.setdefault((o["dataset"], o["partition"]), {}).setdefault(o["algorithm"], set()).add(int(o["seed"]))
     assert plan == launched and sum(len(v) for m in plan.values() for v in m.values()) == len(jobs)
 
 
 def test_the_plan_part_writes_the_whole_plan_and_runs_nothing(tmp_path):
-    jobs = recorded_jobs(ROOT / "scripts" / "leaderboard.sh", [str(tmp_path / "sweep"), "plan"], tmp_path)
-    assert jobs == []
+    assert leaderboard.main([str(tmp_path / "sweep"), "--plan"]) == 0
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["leaderboard_plan.tsv"]
     plan = leaderboard.read_plan(tmp_path / "sweep")
     assert len(plan) == 12 and all(len(methods) == 19 for methods in plan.values())
 
@@ -166,12 +171,15 @@ def test_no_best_mark_where_the_difference_is_not_significant(tmp_path):
     assert "▲" not in out.read_text().split("## Missing")[0].split("'▲'")[1]
 
 
-def test_the_committed_page_is_made_from_the_committed_runs():
-    """docs/leaderboard.md is `scripts/leaderboard.py docs/results/leaderboard_runs` of the runs committed
-    there (scripts/archive_runs.py), so the page cannot drift from them; each run's seal holds."""
+def test_the_committed_page_is_made_from_the_committed_runs(tmp_path):
+    """docs/leaderboard.md is `fedcluster-report leaderboard docs/results/leaderboard_runs` of the runs committed
+    there (scripts/archive_runs.py), so the page cannot drift from them; each run's seal holds. The committed plan
+    beside them is the presets' grid."""
     archive = ROOT / "docs" / "results" / "leaderboard_runs"
     table, found = leaderboard.collect(archive)
     assert found.runs and not found.skipped
+    assert leaderboard.main([str(tmp_path), "--plan"]) == 0
+    assert leaderboard.read_plan(tmp_path) == leaderboard.read_plan(archive)
     page = leaderboard.render(table, archive, "figures/leaderboard.png", leaderboard.read_plan(archive), found,
                               "leaderboard.csv")
     assert page == (ROOT / "docs" / "leaderboard.md").read_text()
@@ -180,7 +188,7 @@ def test_the_committed_page_is_made_from_the_committed_runs():
     assert committed.shape == made.shape and list(committed.columns) == leaderboard.CSV_COLUMNS
     assert (committed["mean"] - made["mean"]).abs().max() < 1e-9
     pd.testing.assert_frame_equal(committed, made.astype({"num_clusters": "float64"}), check_dtype=False, rtol=1e-12)
-    # the settings leaderboard.sh gives a method beyond its defaults are read from its runs
+    # the settings the grid gave a method beyond its defaults are read from its runs
     assert "fedsoft: algorithm.lam=0.1, algorithm.selection_size=12;" in page
     assert "ifca_cam: warmup_rounds=9 (12 of its" in page                 # only the small protocol's runs
 
@@ -221,21 +229,20 @@ def test_a_sweep_of_ones_own_gets_its_page_inside_it_not_the_committed_one(tmp_p
 
 
 def test_the_users_rounds_set_ifca_cams_warm_up_share_and_their_own_warm_up_wins(tmp_path):
-    def ifca_cam(*args):
-        out = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh"), str(tmp_path / "s"), *args, "--list"],
-                             check=True, capture_output=True, text=True).stdout.splitlines()
-        jobs = [x.split() for x in out]
-        assert not any("warmup_rounds" in a for j in jobs if "algorithm=ifca_cam" not in j for a in j)   # IFCA-CAM's alone
-        job = next(j for j in jobs if "algorithm=ifca_cam" in j)
-        return make_cfg([a for a in job if not a.startswith(("hydra.", "+preset"))] + ["+preset=clove/images"]
-                        ).algorithm.warmup_rounds, [a for a in job if "warmup_rounds" in a]
-    assert ifca_cam("small") == (9, [])                          # 30 % of the small protocol's 30 rounds
-    assert ifca_cam("small", "rounds=3") == (0, [])               # of the user's 3
-    assert ifca_cam("fmnist", "rounds=20") == (6, [])
-    assert ifca_cam("fmnist", "rounds=20", "warmup_rounds=2") == (2, ["algorithm.warmup_rounds=2"])
+    """IFCA-CAM's warm-up is its own setting (30 % of the rounds), never a grid parameter; a user's rounds or
+    warm-up on the command line set it for IFCA-CAM's jobs alone."""
+    assert not any("warmup" in k for j in planned_jobs() for k in j)
+
+    def ifca_cam(preset, *extra):
+        job = next(job_args(j) for j in planned_jobs() if j["preset"] == preset and j["algorithm"] == "ifca_cam")
+        return make_cfg(job + list(extra)).algorithm.warmup_rounds
+    assert ifca_cam("leaderboard/small_digits") == 9              # 30 % of the small protocol's 30 rounds
+    assert ifca_cam("leaderboard/small_digits", "rounds=3") == 0  # of the user's 3
+    assert ifca_cam("leaderboard/fmnist_images", "rounds=20") == 6
+    assert ifca_cam("leaderboard/fmnist_images", "rounds=20", "algorithm.warmup_rounds=2") == 2
     make_cfg(["+preset=clove/images", "algorithm=ifca_cam", "rounds=3", "algorithm.warmup_rounds=0"])   # composes and validates
-    bad = subprocess.run(["bash", str(ROOT / "scripts" / "leaderboard.sh")], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("usage: leaderboard.sh SWEEP_DIR")
+    bad = subprocess.run([sys.executable, "-m", "fedcluster.report", "leaderboard"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage: fedcluster-report leaderboard" in bad.stderr
 
 
 def test_clove_tables_7_to_9_page_is_the_report_of_the_committed_label_skew_runs(tmp_path, monkeypatch):

@@ -1,16 +1,19 @@
 """docs/reproductions.md is generated from docs/reproductions.yaml and the committed results it
 quotes: it regenerates byte-identical, and an entry whose quote is no longer in its results page
 (the numbers changed) stops generation with a one-line error naming the entry."""
-import importlib.util
+import subprocess
+import sys
 
 import pytest
 import yaml
 
 from conftest import ROOT
+from fedcluster.report import reproductions
 
-spec = importlib.util.spec_from_file_location("reproductions", ROOT / "scripts" / "reproductions.py")
-reproductions = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reproductions)
+
+@pytest.fixture(autouse=True)
+def in_the_repository(monkeypatch):
+    monkeypatch.chdir(ROOT)   # `fedcluster-report reproductions` runs in the repository's root
 
 
 def test_the_committed_page_regenerates_byte_identical(capsys):
@@ -61,3 +64,13 @@ def test_a_registry_that_is_not_valid_yaml_is_a_one_line_error(tmp_path):
     registry.write_text("- paper: fedcam\n  reason: IFCA-CAM gains by about a point: Dirichlet K = 10\n")
     with pytest.raises(reproductions.RegistryError, match=r"line 2, column \d+: not valid YAML .*quote a text"):
         reproductions.load(registry, tmp_path)
+
+
+def test_it_is_a_fedcluster_report_subcommand_that_names_where_it_must_run(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "fedcluster.report", "reproductions", "--check"], cwd=ROOT,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "is up to date" in ok.stdout
+    away = subprocess.run([sys.executable, "-m", "fedcluster.report", "reproductions"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert away.returncode == 2 and "no docs/reproductions.yaml here; run it in the repository's root" in away.stderr
+    assert list(tmp_path.iterdir()) == []

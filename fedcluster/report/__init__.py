@@ -154,7 +154,10 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     """fedcluster-report's command line (also what tests read the README's report commands with)."""
-    p = _Parser(prog="fedcluster-report", description=__doc__.splitlines()[0])
+    p = _Parser(prog="fedcluster-report", description=__doc__.splitlines()[0],
+                epilog="Subcommands: `fedcluster-report leaderboard SWEEP_DIR` (the leaderboard page of the runs of "
+                       "conf/preset/leaderboard/), `fedcluster-report reproductions [--check]` (docs/reproductions.md "
+                       "from docs/reproductions.yaml); each takes --help. A directory of those names: ./leaderboard")
     p.add_argument("directory", type=Path, help="a run directory or a multirun directory")
     p.add_argument("--figures", action="store_true",
                    help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
@@ -171,7 +174,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+SUBCOMMANDS = ("leaderboard", "reproductions")
+
+
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / reproductions ...
+        from importlib import import_module
+        sys.exit(import_module(f".{argv[0]}", __name__).main(argv[1:]))
     p = parser()
     args = p.parse_args(argv)
     root = args.directory

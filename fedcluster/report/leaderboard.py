@@ -1,45 +1,30 @@
-"""docs/leaderboard.md (and its figure) from the runs of scripts/leaderboard.sh.
+"""`fedcluster-report leaderboard SWEEP_DIR`: the clustered-FL leaderboard page (and its figure and CSV) from
+the runs of the leaderboard's presets (conf/preset/leaderboard/).
 
 One row per method, one column per setting (data set / partition / K): the local test accuracy
 (mean over clients, %) as mean ± the half-width of its 95 % t-interval over seeds, and the ARI of
 the final clustering for the methods that cluster. '▲' marks the method that is significantly the
 best of its column: its interval against every other method there (paired by seed where both ran
 the same seeds, Welch otherwise; fedcluster/results/compare.py) excludes 0. Every cell of the grid
-leaderboard.sh plans (SWEEP_DIR/leaderboard_plan.tsv, written by every call of it) with fewer than 3
-finished seeds is listed as missing, settings not started included; the time section sums the
-finished runs' wall times and estimates the rest from them.
+the presets plan (their sweeper parameters; `fedcluster-report leaderboard --plan SWEEP_DIR` writes it as
+SWEEP_DIR/leaderboard_plan.tsv, which the page reads where it exists) with fewer than 3 finished seeds is
+listed as missing, settings not started included; the time section sums the finished runs' wall times and
+estimates the rest from them.
 
-The runs it is made from are committed (docs/results/leaderboard_runs, by scripts/archive_runs.py:
-result files only), because the sweep takes many working sessions and a session's machine, with its
-run folders, can be replaced in between. A session goes on from them like this:
+The runs it is made from are committed (docs/results/leaderboard_runs, by scripts/archive_runs.py: result
+files only), because the grid takes many working sessions. A session goes on from them like this (each
+preset is one part of the grid; Hydra's launchers run its jobs, here two at a time, on SLURM as an array):
 
   cp -r docs/results/leaderboard_runs/. /work/runs/leaderboard/           # start from what is committed
-  bash scripts/leaderboard.sh /work/runs/leaderboard fmnist               # archived jobs are skipped
+  fedcluster -m +preset=leaderboard/fmnist_label_skews_3_4 hydra/launcher=parallel \
+      hydra.sweep.dir=/work/runs/leaderboard                              # finished jobs are skipped
   python scripts/archive_runs.py /work/runs/leaderboard docs/results/leaderboard_runs
-  bash scripts/leaderboard.sh docs/results/leaderboard_runs plan          # the plan beside the runs
-  python scripts/leaderboard.py docs/results/leaderboard_runs             # this page, from the commit
-  fedcluster-report docs/results/leaderboard_runs --table clove_label_skews \
-      --out docs/results/paper_protocol/clove_label_skews                  # CLoVE Tables 7-9's rows (FMNIST)
+  fedcluster-report leaderboard docs/results/leaderboard_runs --out docs/leaderboard.md \
+      --figure docs/figures/leaderboard.png                               # this page, from the commit
 
-A session lent a GPU runs the cells not finished there instead, ten jobs at a time (scripts/run_queue.sh;
-a job finished on either device is not queued again, scripts/pending_jobs.py):
-
-  bash scripts/leaderboard.sh gpu_runs/lb all --list hardware=cuda > /tmp/lb_queue.txt
-  mkdir -p .gpuq && python scripts/pending_jobs.py /tmp/lb_queue.txt .gpuq/queue.txt --done docs/results/leaderboard_runs
-  bash scripts/run_queue.sh .gpuq/queue.txt gpu_runs 545 10      # on the GPU machine (carry .whl .fmnist .gpuq)
-  python scripts/archive_runs.py UNPACKED/gpu_runs/lb docs/results/leaderboard_runs   # here, from finished.tgz
-
-(`bash scripts/gpu_session_queue.sh .gpuq/queue.txt` writes one queue of these and Fed-CAM's unfinished jobs.)
-The page names the devices the runs ran on; its times are this CPU's runs only.
-
-  python scripts/leaderboard.py SWEEP_DIR [--out PAGE] [--figure PNG] [--csv CSV]
-
-The page, figure and CSV go to docs/leaderboard.md, docs/figures/leaderboard.png and docs/leaderboard.csv
-for the committed runs (docs/results/leaderboard_runs); for any other SWEEP_DIR, into it
-(SWEEP_DIR/leaderboard.md, .png, .csv), so a sweep of one's own never replaces the committed page.
-
-The CSV holds the tables' cells unrounded, one row per setting, method and metric (tidy, for a reader's own
-analysis or a paper's table): the seeds, the mean, the 95 % half-width and whether the cell is marked '▲'.
+The page, figure and CSV go into SWEEP_DIR (leaderboard.md, .png, .csv) unless --out / --figure / --csv say
+where. The CSV holds the tables' cells unrounded, one row per setting, method and metric (tidy, for a reader's
+own analysis or a paper's table): the seeds, the mean, the 95 % half-width and whether the cell is marked '▲'.
 """
 import argparse
 import csv
@@ -53,18 +38,17 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from ..hardware import device_kind
+from ..io import write_csv, write_text
+from ..results.compare import mean_interval, significantly_best
+from ..results.runs import ABSENT, discover, show, varying_keys
+from .grid import PRESETS, planned_jobs
 
-from fedcluster.hardware import device_kind  # noqa: E402
-from fedcluster.io import write_csv, write_text  # noqa: E402
-from fedcluster.results.compare import mean_interval, significantly_best  # noqa: E402
-from fedcluster.results.runs import ABSENT, discover, show, varying_keys  # noqa: E402
+COMMAND = "fedcluster-report leaderboard"
 
 SEEDS = 3
 PLAN = "leaderboard_plan.tsv"
 METRIC_NAMES = {"acc": "local_test_accuracy", "ari": "ari"}   # the CSV's `metric` column
-ARCHIVE = ROOT / "docs" / "results" / "leaderboard_runs"   # the committed runs (scripts/archive_runs.py)
 # Config keys a cell may hold several values of: the device (a cell may take seeds from this CPU and from a
 # GPU: the same configuration, only the arithmetic differs) and where the data files are read from.
 POOLED_KEYS = ("hardware.", "dataset.root", "dataset.download")
@@ -92,13 +76,13 @@ def collect(root: Path):
         for r in members:
             key = (setting, method, r.seed)
             if key in where:
-                raise SystemExit(f"leaderboard.py: {method} seed {r.seed} in {setting} has two runs, {where[key]} "
+                raise SystemExit(f"{COMMAND}: {method} seed {r.seed} in {setting} has two runs, {where[key]} "
                                  f"and {r.path}; allowed: one run per method, setting and seed (move one out of {root})")
             where[key] = r.path
             table.setdefault(setting, {}).setdefault(method, {})[r.seed] = r.summary
         differ = [k for k in varying_keys(members) if not k.startswith(POOLED_KEYS)]
         if differ:
-            raise SystemExit(f"leaderboard.py: {method} in {setting} has runs of different configurations "
+            raise SystemExit(f"{COMMAND}: {method} in {setting} has runs of different configurations "
                              f"({_values_by_seed(members, differ[0])}); allowed: one configuration per method "
                              f"and setting, seeds apart (move the others out of {root})")
     return table, found
@@ -115,7 +99,7 @@ def _values_by_seed(runs, key: str) -> str:
 
 
 def read_plan(root: Path) -> dict:
-    """{(dataset, partition): {method: planned seeds}} from leaderboard.sh's plan; {} without one."""
+    """{(dataset, partition): {method: planned seeds}} from SWEEP_DIR/leaderboard_plan.tsv; {} without one."""
     path = root / PLAN
     if not path.exists():
         return {}
@@ -221,7 +205,7 @@ def device_section(table: dict) -> list:
 def own_settings_section(found) -> list:
     """Each method's settings other than its defaults (its runs' `algorithm.*` overrides, and `warmup_rounds`,
     IFCA-CAM's warm-up in runs from before it was the algorithm's own setting), read from the runs themselves, so
-    the page says what leaderboard.sh gave a method."""
+    the page says what the grid gave a method beyond its defaults."""
     own, runs = {}, {}
     for r in found.runs:
         method = str(r.summary.get("algorithm"))
@@ -284,7 +268,7 @@ def best_of(column: dict, value):
 def shown(root: Path) -> str:
     """The runs' folder as the page names it: relative to the repository when inside it."""
     try:
-        return str(Path(root).resolve().relative_to(ROOT))
+        return str(Path(root).resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(root)
 
@@ -294,8 +278,8 @@ def render(table: dict, root: Path, figure: str = None, plan: dict = None, found
     settings = sorted(table)
     methods = sorted({m for col in table.values() for m in col})
     out = ["# Clustered-FL leaderboard", "",
-           f"<!-- Generated by `python scripts/leaderboard.py {shown(root)}` from the runs of scripts/leaderboard.sh. -->", "",
-           "Every method under one protocol per setting (scripts/leaderboard.sh says which). Cells: mean ± the "
+           f"<!-- Generated by `{COMMAND} {shown(root)}` from the runs of conf/preset/leaderboard/. -->", "",
+           "Every method under one protocol per setting (conf/preset/leaderboard/ says which). Cells: mean ± the "
            "half-width of the 95 % t-interval over seeds (n seeds where fewer than 3). '▲': significantly the best "
            "of its column (its 95 % interval against every other method there excludes 0; paired by seed, "
            "Welch where the seeds differ). Blank: not run."
@@ -408,22 +392,51 @@ def link_from(page: Path, target: Path) -> str:
     return Path(os.path.relpath(target.resolve(), page.resolve().parent)).as_posix()
 
 
+def write_plan(root: Path) -> Path:
+    """SWEEP_DIR/leaderboard_plan.tsv: every job of the presets' grid (dataset, partition, method, seed)."""
+    rows = [{"dataset": j["dataset"], "partition": j["partition"], "method": j["algorithm"], "seed": j["seed"]}
+            for j in planned_jobs()]
+    path = root / PLAN
+    write_text(path, pd.DataFrame(rows, columns=["dataset", "partition", "method", "seed"]).to_csv(sep="\t", index=False))
+    return path
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sweep", type=Path)
-    p.add_argument("--out", type=Path, default=None,
-                   help="default: docs/leaderboard.md for the committed runs, else SWEEP/leaderboard.md")
-    p.add_argument("--figure", type=Path, default=None,
-                   help="default: docs/figures/leaderboard.png for the committed runs, else SWEEP/leaderboard.png")
+    p.add_argument("--out", type=Path, default=None, help="default: SWEEP/leaderboard.md")
+    p.add_argument("--figure", type=Path, default=None, help="default: SWEEP/leaderboard.png")
     p.add_argument("--csv", type=Path, default=None, help="default: the page's path with .csv")
-    a = p.parse_args(argv)
-    committed = a.sweep.resolve() == ARCHIVE.resolve()   # only the committed runs make the committed page
-    a.out = a.out or (ROOT / "docs" / "leaderboard.md" if committed else a.sweep / "leaderboard.md")
-    a.figure = a.figure or (ROOT / "docs" / "figures" / "leaderboard.png" if committed else a.sweep / "leaderboard.png")
+    p.add_argument("--plan", action="store_true",
+                   help=f"only write SWEEP/{PLAN}, the whole grid of the presets {', '.join(PRESETS)}")
+    p.add_argument("--list", action="store_true",
+                   help="only print each job's `fedcluster` arguments, one job per line, into SWEEP (for a queue "
+                        "that runs single jobs side by side within a time limit, scripts/run_queue.sh)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="with --list: added to every job (e.g. hardware=cuda)")
+    a = p.parse_intermixed_args(argv)
+    bad = next((o for o in a.overrides if "=" not in o or o.startswith("-")), None)
+    if bad is not None or (a.overrides and not a.list):
+        p.error(f"argument {bad or a.overrides[0]!r}: overrides (key=value) go with --list only")
+    if a.list:
+        try:
+            for job in planned_jobs():
+                args = [f"+preset={job['preset']}"] + [f"hydra.sweeper.params.{k}={v}" for k, v in job.items()
+                                                       if k != "preset"]
+                print(" ".join(args + a.overrides + [f"hydra.sweep.dir={a.sweep}"]), flush=True)
+        except BrokenPipeError:   # `... --list | head`: the reader has gone; not an error
+            sys.stderr.close()
+        return 0
+    if a.plan:
+        a.sweep.mkdir(parents=True, exist_ok=True)
+        path = write_plan(a.sweep)
+        print(f"{COMMAND}: {sum(1 for _ in planned_jobs())} jobs planned -> {path}")
+        return 0
+    a.out = a.out or a.sweep / "leaderboard.md"
+    a.figure = a.figure or a.sweep / "leaderboard.png"
     a.csv = a.csv or a.out.with_suffix(".csv")
     table, found = collect(a.sweep)
     if not table:
-        print(f"leaderboard.py: no finished fedcluster run under {a.sweep}", file=sys.stderr)
+        print(f"{COMMAND}: no finished fedcluster run under {a.sweep}", file=sys.stderr)
         return 2
     frame = cells(table)
     write_csv(a.csv, frame)   # the page last: it never links a file not yet written
@@ -431,10 +444,6 @@ def main(argv=None) -> int:
     write_text(a.out, render(table, a.sweep, link_from(a.out, a.figure), read_plan(a.sweep), found, link_from(a.out, a.csv),
                               frame))
     runs = sum(len(seeds) for col in table.values() for seeds in col.values())
-    print(f"leaderboard.py: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}, {a.csv}"
+    print(f"{COMMAND}: {runs} runs in {len(table)} settings -> {a.out}, {a.figure}, {a.csv}"
           + (f" ({len(found.skipped)} not counted, listed on the page)" if found.skipped else ""))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
