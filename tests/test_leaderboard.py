@@ -254,3 +254,36 @@ def test_clove_tables_7_to_9_page_is_the_report_of_the_committed_label_skew_runs
     monkeypatch.chdir(ROOT)
     fresh = make_report(Path("docs/results/leaderboard_runs"), table="clove_label_skews", out=tmp_path).text
     assert fresh.replace(str(tmp_path), committed) == (ROOT / committed / "report.md").read_text()
+
+
+@pytest.mark.slow   # about a minute (four 20-round jobs, twice started): `pytest -m slow` runs it
+def test_a_part_of_the_grid_runs_with_the_parallel_launcher_from_its_preset_and_resumes_after_a_kill(tmp_path):
+    """2 methods x 2 seeds of the digits part (label skew 1) through joblib's launcher; the sweep killed (SIGKILL) once a job has
+    finished; the same command finishes the rest and skips the finished ones; the page lists the four runs."""
+    import json
+    import os
+    import signal
+    import time
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    sweep = tmp_path / "lb"
+    command = [sys.executable, "-m", "fedcluster", "-m", "+preset=leaderboard/small_digits", "hydra/launcher=parallel",
+               "partition=label_skew1", "algorithm=fedavg,ifca", "seed=0,1", "rounds=20", "checkpoint_every=5",
+               f"hydra.sweep.dir={sweep}"]
+    first = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    deadline = time.time() + 240
+    while not list(sweep.glob("*/summary.json")):
+        assert first.poll() is None and time.time() < deadline, first.stderr.read()[-2000:] if first.poll() else "slow"
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)   # the launcher and its workers, as a scheduler's kill does
+    first.wait(timeout=30)
+    done = len(list(sweep.glob("*/summary.json")))
+    assert 1 <= done < 4
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{4 - done} finished, {done} skipped (already finished), 0 failed" in again.stderr, again.stderr[-1500:]
+    runs = sorted((json.loads(p.read_text())["algorithm"], json.loads(p.read_text())["seed"])
+                  for p in sweep.glob("*/summary.json"))
+    assert runs == [("fedavg", 0), ("fedavg", 1), ("ifca", 0), ("ifca", 1)]
+    assert leaderboard.main([str(sweep)]) == 0
+    assert "digits/label_skew1" in (sweep / "leaderboard.md").read_text()
