@@ -83,7 +83,7 @@ def score_split(t: int, alg: Algorithm, fed: Federation, eval_set: str, split) -
     task, C, rows = fed.data.task, fed.data.num_classes, []
     has = split.n > 0
     index = torch.nonzero(has).squeeze(1).tolist()
-    for model, out in alg.local_predictors(fed, split).items():
+    for model, out in alg.predictors(fed, split).items():
         for metric, values in model_metrics(task, out[has], split.y[has], split.mask[has], C).items():
             for i, v in zip(index, values.tolist()):
                 rows.append({"round": t, "model": model, "model_index": int(i), "eval_set": eval_set,

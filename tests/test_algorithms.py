@@ -113,7 +113,7 @@ def test_ifca_scores_the_trained_model_and_reports_the_label_pick_apart(batched)
         alg = IFCA(num_clusters=2, report_label_pick=report)
         alg.centers = {"linear.weight": w.unsqueeze(1).clone()}
         alg.assignment = torch.tensor([0, 0])
-        predictors = alg.local_predictors(fed, split)
+        predictors = alg.predictors(fed, split)
         assert sorted(predictors) == (["local", "local:label_pick"] if report else ["local"])
         for k in range(2):   # "local": the trained model 0 for both clients
             assert torch.allclose(predictors["local"][k, :split.n[k]], split.x[k, :split.n[k]] @ w[0], atol=1e-5)

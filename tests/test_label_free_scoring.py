@@ -53,7 +53,7 @@ def changed_predictors(alg, fed, relabelled) -> list:
     """Names of the predictors whose outputs on the test split differ between the true and the
     `relabelled` labels (over each client's real samples)."""
     split = fed.data.local_test
-    before, after = alg.local_predictors(fed, split), alg.local_predictors(fed, relabelled)
+    before, after = alg.predictors(fed, split), alg.predictors(fed, relabelled)
     assert sorted(before) == sorted(after)
     mask = split.mask
     return [name for name in before if not torch.equal(before[name][mask], after[name][mask])]

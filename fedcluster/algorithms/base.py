@@ -4,8 +4,8 @@ Each round the loop asks `plan(t)` which clients train, from which parameters an
 which terms of the local objective (engine/terms.py); it trains them (batched or sequential engine), or only takes each
 one's full-batch gradient when the plan says `local="gradient"`, and hands the results to
 `aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
-on every distribution's test set and `local_outputs()` (each client's own predictor) on
-every client's data."""
+on every distribution's test set and `predictors()` (each client's own predictor) on
+every client's data, and `newcomer_models()` on the clients held out of training."""
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -137,8 +137,9 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         "local:<name>", in columns of their own: such a pick never scores the method. Default: none."""
         return {}
 
-    def local_predictors(self, fed: Federation, split) -> dict:
-        """Every predictor scored for each client: {"local": `local_outputs`}, which no label of
+    def predictors(self, fed: Federation, split) -> dict:
+        """The one scoring hook evaluation calls (`local_models`, `local_outputs` and `label_picks` are its
+        default's building blocks). Every predictor scored for each client: {"local": `local_outputs`}, which no label of
         `split` may influence (tests/test_label_free_scoring.py), plus, for a method that can
         predict more than one way from the same training, {"local:<name>": outputs} (FedEM:
         mixture and top component; IFCA's labelled `label_pick`), so one run reports them all."""

@@ -101,9 +101,9 @@ class CAM(Algorithm):
                       (len(global_plan.clients), global_mean_fold(global_plan.clients, fed, set_global))])   # eq. (9)
 
     def local_outputs(self, fed, split):
-        return self.local_predictors(fed, split)["local"]
+        return self.predictors(fed, split)["local"]
 
-    def local_predictors(self, fed, split):
+    def predictors(self, fed, split):
         """eq. (1) as "local", and the base method's labelled picks (IFCA's label_pick, made by the
         loss of h + f and scored as h + f) as "local:<name>", with h(x; Theta_g) computed once.
         During a warm-up: the model being warmed up, with the base's own picks (FeSEM-CAM)."""
@@ -111,7 +111,7 @@ class CAM(Algorithm):
         if phase == "fedavg":
             return {"local": self.global_logits(fed, split)}
         if phase == "base":
-            return self.base.local_predictors(fed, split)
+            return self.base.predictors(fed, split)
         h = self.global_logits(fed, split)
         return {"local": h + self.base.local_outputs(fed, split)} | {
             f"local:{name}": h + out for name, out in self.base.label_picks(fed, split, h).items()}

@@ -97,7 +97,7 @@ class FedEM(Algorithm):
     def local_outputs(self, fed, split):
         return self._predictions(fed, split)[self.local_predictor]
 
-    def local_predictors(self, fed, split):
+    def predictors(self, fed, split):
         """The configured predictor as "local", the other as "local:<name>"."""
         predictions = self._predictions(fed, split)
         main = predictions.pop(self.local_predictor)
