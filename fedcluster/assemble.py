@@ -27,7 +27,7 @@ ENGINES = ("auto", "batched", "looped", "sequential")
 
 def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) -> str:
     """`auto`: batched (vmap) everywhere except convolutional models on CPU, where vmap over
-    convolutions measured slower than a per-client loop (scripts/benchmark.py)."""
+    convolutions measured slower than a per-client loop (benchmarks/benchmark.py)."""
     if requested not in ENGINES:
         raise ConfigError(f"engine={requested!r} is unknown; allowed: {list(ENGINES)}")
     stateful = [type(m).__name__ for m in model.modules()

@@ -4,7 +4,7 @@ torch's CPU ops run on an OpenMP team (GNU libgomp in the PyPI wheels). Between 
 threads spin for a while before they sleep (its default; `OMP_WAIT_POLICY` unset). On a quiet
 machine that saves a wake-up per op; on a shared one a spinning thread burns the core share of a
 teammate that was preempted, and every small op waits for a time slice. Measured on this
-project's 2-core CPU beside two busy neighbour processes (`python scripts/contention.py`,
+project's 2-core CPU beside two busy neighbour processes (`python benchmarks/contention.py`,
 docs/performance.md "Under load"): the FedSoft synthetic workload (batched engine, many tiny
 ops, 2 threads) ran 2.4x, 5.1x and 9.0x slower than quiet with the default and 1.7x, 1.9x and
 2.3x with PASSIVE (a fair share: 2x); quiet, PASSIVE may cost it up to ~20 %. The worst case on

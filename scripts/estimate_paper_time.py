@@ -1,5 +1,5 @@
 """Estimated wall time of a paper's preset sweep at its protocol on this machine, from measured
-seconds per round of each of its runs (scripts/benchmark.py's method: an untimed warm-up, then
+seconds per round of each of its runs (benchmarks/benchmark.py's method: an untimed warm-up, then
 (wall(1 + R rounds) - wall(1 round)) / R, evaluation every 10 rounds as the presets do).
 
   cam_table1_fmnist: Fed-CAM Table 1, Fashion-MNIST half: 8 methods x {cluster Dirichlet,

@@ -2,7 +2,7 @@
 # The GPU check suite, one command: bash scripts/gpu_check.sh
 #   1. pytest -m gpu: every algorithm for 2 rounds on cuda, batched == sequential on cuda,
 #      same seed -> same metrics.csv on cuda, fp32/tf32/bf16, peak GPU memory per run;
-#   2. scripts/benchmark.py --device cuda --json (workloads a-d, fedcluster vs the reference loop);
+#   2. benchmarks/benchmark.py --device cuda --json (workloads a-d, fedcluster vs the reference loop);
 #   3. one paper-protocol job with its wall time: Fed-CAM IFCA-CAM, Fashion-MNIST, 200 clients,
 #      cluster-wise Dirichlet, K=10, 100 rounds.
 # Where CUDA is absent (CI, this CPU machine) step 1 reports its tests as skipped and the script
@@ -30,7 +30,7 @@ if [ ! -e "$FMNIST/train-images-idx3-ubyte.gz" ]; then
 fi
 mkdir -p "$OUT/data/FashionMNIST/raw" && cp -n "$FMNIST"/*.gz "$OUT/data/FashionMNIST/raw/"
 echo "== 2. benchmark (cuda)"
-FEDCLUSTER_DATA_ROOT="$OUT/data" "$PY" scripts/benchmark.py --device cuda --json --rounds 4 | tee "$OUT/benchmark_cuda.jsonl"
+FEDCLUSTER_DATA_ROOT="$OUT/data" "$PY" benchmarks/benchmark.py --device cuda --json --rounds 4 | tee "$OUT/benchmark_cuda.jsonl"
 echo "== 3. paper-protocol job: Fed-CAM IFCA-CAM, FMNIST, 200 clients, cluster-wise Dirichlet, K=10, 100 rounds"
 start=$(date +%s)
 "$PY" -m fedcluster.cli +preset=cam/table1 hydra.mode=RUN hardware=cuda dataset.root="$OUT/data" \

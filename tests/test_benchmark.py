@@ -1,4 +1,4 @@
-"""scripts/benchmark.py cannot rot: every workload runs in its --smoke form (tiny sizes, the same
+"""benchmarks/benchmark.py cannot rot: every workload runs in its --smoke form (tiny sizes, the same
 presets, engines, reference loop and neighbour machinery), and a workload that breaks fails here."""
 import json
 import os
@@ -11,8 +11,8 @@ import pytest
 from fakedata import write_learnable_mnist_like
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "benchmark.py"
-sys.path.insert(0, str(ROOT / "scripts"))
+SCRIPT = ROOT / "benchmarks" / "benchmark.py"
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import benchmark  # noqa: E402
 
 
@@ -85,7 +85,7 @@ def test_readme_performance_tables_are_the_committed_benchmark_json(results):
 def test_the_contention_script_runs_in_its_smoke_form(fake_root):
     # no busy neighbour here (--load 0): it would take a core from the suite's other worker; the benchmark's
     # own test above runs one. What rots here is contention.py itself: its cases, policies and rows.
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "contention.py"), "--smoke", "--load", "0",
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "contention.py"), "--smoke", "--load", "0",
                           "--threads", "1", "--only", "b:looped"],
                          capture_output=True, text=True, cwd=ROOT, timeout=600,
                          env={**os.environ, "FEDCLUSTER_DATA_ROOT": str(fake_root)})
@@ -98,7 +98,7 @@ def test_the_contention_script_runs_in_its_smoke_form(fake_root):
 
 
 def test_the_scaling_script_runs_at_a_tiny_size():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "scaling.py"), "--clients", "20", "--rounds", "1",
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--clients", "20", "--rounds", "1",
                           "--json"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     (row,) = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -107,15 +107,15 @@ def test_the_scaling_script_runs_at_a_tiny_size():
 
 
 def test_the_microbenchmarks_run_in_their_smoke_form():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "microbench.py"), "--smoke"],
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "microbench.py"), "--smoke"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "same parameters: True" in out.stdout
 
 
 def test_the_memory_benchmark_runs_in_its_smoke_form_beside_the_reference(fake_root):
-    """scripts/memory_benchmark.py (issue 56): every method and the plain per-client loop, at two sizes."""
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "memory_benchmark.py"), "--smoke", "--json",
+    """benchmarks/memory_benchmark.py (issue 56): every method and the plain per-client loop, at two sizes."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "memory_benchmark.py"), "--smoke", "--json",
                           "--data-root", str(fake_root)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(line) for line in out.stdout.splitlines()]
@@ -130,16 +130,16 @@ def test_the_memory_benchmark_runs_in_its_smoke_form_beside_the_reference(fake_r
 
 
 def test_the_memory_benchmark_refuses_an_unknown_method_in_one_line():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "memory_benchmark.py"), "--methods", "fedavg,nope"],
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "memory_benchmark.py"), "--methods", "fedavg,nope"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode != 0 and out.stderr.strip().splitlines() == [
         "memory_benchmark.py: --methods nope is unknown; allowed: fedavg,ifca,ifca_cam,fedsoft,local,reference"]
 
 
 def test_the_packed_benchmark_runs_in_its_smoke_form_with_identical_metrics(fake_root):
-    """scripts/packed_benchmark.py (issue 57): 9 runs packed, one process each and the plain loop; every
+    """benchmarks/packed_benchmark.py (issue 57): 9 runs packed, one process each and the plain loop; every
     packed run's metrics byte-identical to the same run alone (the script exits 1 otherwise)."""
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "packed_benchmark.py"), "--smoke", "--json",
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "packed_benchmark.py"), "--smoke", "--json",
                           "--data-root", str(fake_root)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     row = json.loads(out.stdout.strip().splitlines()[-1])

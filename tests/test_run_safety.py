@@ -217,7 +217,7 @@ def test_result_files_respect_the_umask_and_stale_temp_files_go(tmp_path):
 
 def test_a_finished_runs_rerun_removes_stale_temp_files_and_changes_nothing_else(tmp_path):
     """A process killed mid-write after its run finished leaves a temp file; the re-run that finds the finished
-    run (nothing redone) removes it under the lock, as a resumed run does (scripts/reliability_check.sh's
+    run (nothing redone) removes it under the lock, as a resumed run does (tests/reliability_check.sh's
     kill -9 case met this when the run ended before the kill)."""
     out = tmp_path / "run"
     cfg = make_cfg(SMALL + ["algorithm.selection_size=6"])

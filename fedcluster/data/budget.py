@@ -65,7 +65,7 @@ def available_bytes(device: torch.device) -> Optional[int]:
 COPIES_PER_TRAINED_ROW = {"sgd": 10, "adam": 17}
 # The most memory auto chunks give training on a CPU: a chunk's rows share the CPU's few threads, so a larger
 # chunk trains no faster while memory grows with every row. FedAvg CNN, 200 clients, one round
-# (scripts/memory_benchmark.py --child fedavg 200 1 hardware.chunk=C, 2026-11-27, loaded 2-core machine):
+# (benchmarks/memory_benchmark.py --child fedavg 200 1 hardware.chunk=C, 2026-11-27, loaded 2-core machine):
 # C = 8: 1,365 MiB peak, 16.2 s of training; 16: 1,748 MiB, 19.8 s; 32 (the earlier 2 GiB cap): 2,420 MiB, 20.1 s.
 CPU_CHUNK_BYTES = 512 * 2 ** 20
 

@@ -4,7 +4,7 @@ By default glibc serves every allocation above 128 KiB-32 MiB (a threshold it ad
 fresh mmap and returns it to the system on free, so each training step's activations and
 gradients of a few MiB can arrive as new pages and page-fault on first touch. On this project's
 (virtualised) CPU a LeNet training step at batch 100 took 75.7 us per sample with glibc's
-defaults and 49.8 with these tunables (`python scripts/microbench.py`). Raising the mmap
+defaults and 49.8 with these tunables (`python benchmarks/microbench.py`). Raising the mmap
 threshold to its maximum (32 MiB) and never trimming the heap keeps those pages mapped and reused. Memory a run has freed is then not given back to the
 system until it ends; its peak is unchanged. A no-op off glibc (macOS, Windows, musl)."""
 import ctypes

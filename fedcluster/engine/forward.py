@@ -4,7 +4,7 @@ its own client's data.
 All of them run under `torch.inference_mode` and in chunks whose largest activation fits a
 memory budget (`chunk_size`): on a CPU the budget is cache-sized, because LeNet scored 2x
 faster per sample in chunks of ~150-300 than of 4,096 (the activations of a big chunk leave the
-cache between layers; scripts/benchmark.py); on a GPU it is large, to fill the device. The
+cache between layers; benchmarks/benchmark.py); on a GPU it is large, to fill the device. The
 chunk loop is outside the model loop, so one chunk of inputs serves every model while it is
 in cache. Nothing here reads a value back to the host.
 
@@ -26,7 +26,7 @@ from .precision import autocast, full_precision
 from .workers import cpu_workers, own_module, parallel_map, split_evenly
 
 # Bytes of the largest activation of one chunk (per model): cache-sized on CPU (LeNet, 2 threads:
-# 5.5 us per sample and model at 2 MiB, 6.5-7.2 at 4-8 MiB, 14.2 at 16 MiB; scripts/microbench.py),
+# 5.5 us per sample and model at 2 MiB, 6.5-7.2 at 4-8 MiB, 14.2 at 16 MiB; benchmarks/microbench.py),
 # large on GPU.
 CHUNK_BUDGET = {"cpu": 2 * 2 ** 20, "cuda": 512 * 2 ** 20}
 DECODE_BLOCK_BYTES = 16 * 2 ** 20   # inputs decoded at once from compact storage by map_shared (all models read them)

@@ -3,14 +3,14 @@
 `update` takes an `active` mask [M]; inactive rows (a client that has run out of
 batches this epoch) keep their parameters and state unchanged. `active=None`: every row steps
 (no masking pass: `torch.where` over every parameter was 12 % of a batch-10 training step of the
-letters CNN, `python scripts/breakdown.py --profile`). With M=1 the same code is
+letters CNN, `python benchmarks/breakdown.py --profile`). With M=1 the same code is
 the per-client optimizer of the sequential engine, so both engines do identical math.
 The update rules follow torch.optim.SGD / torch.optim.Adam (no amsgrad, no decoupled decay).
 
 `update_` is SGD's step done in place, with the same operations in the same order as `update` (so
 bit-identical results) and no new parameter-sized tensor but weight decay's: at 40 rows of the
 FedAvg CNN the functional step, which allocates the new parameters and momenta and copies them back,
-took 1,373 ms per step on one thread against 104 ms in place (`python scripts/microbench.py`, item 4,
+took 1,373 ms per step on one thread against 104 ms in place (`python benchmarks/microbench.py`, item 4,
 side by side). Each optimizer says whether it has that step (`in_place`, both do; Adam's since issue 56);
 a step that masks rows (`active`) takes the functional path."""
 from typing import Dict, Optional

@@ -1,7 +1,7 @@
 """2x2 max-pooling with stride 2, the same values and gradients as `nn.MaxPool2d(2)`, faster on CPU.
 
 PyTorch's CPU max_pool2d kernel was the largest single cost of scoring LeNet (LeNet forward:
-30.7 us per sample with nn.MaxPool2d, 9.4 with this, `python scripts/microbench.py`); the maximum
+30.7 us per sample with nn.MaxPool2d, 9.4 with this, `python benchmarks/microbench.py`); the maximum
 of the four strided sub-grids is about 10x faster forward. The backward pass gives each output's gradient to the first maximal input of its
 window in row-major order, which is what max_pool2d's saved index does, so the two are
 interchangeable bit for bit (tests/test_fast_paths.py).

@@ -8,7 +8,7 @@
      1 thread: the functional `SGD.update` (new tensors, copied back) vs the in-place `SGD.update_`
      (engine/optim.py step_rows), ms per step, side by side; both give the same bits (checked here).
 
-Usage: python scripts/microbench.py [--smoke]   (--smoke: tiny sizes, item 4 only, to keep the script working)"""
+Usage: python benchmarks/microbench.py [--smoke]   (--smoke: tiny sizes, item 4 only, to keep the script working)"""
 import subprocess
 import sys
 import time

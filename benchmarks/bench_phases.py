@@ -6,7 +6,7 @@ gradient formulation), so the backward pass stops at the last layer: a head
 phase should cost little more than the forward passes, not a full training epoch.
 
 Setting: LeNet, 20 clients x 500 samples, one epoch of batch 100, Adam, 1 thread, median of 5.
-Usage: python scripts/bench_phases.py"""
+Usage: python benchmarks/bench_phases.py"""
 import time
 
 import torch

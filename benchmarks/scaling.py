@@ -5,7 +5,7 @@ Each size runs in its own process (peak RSS = that process's ru_maxrss): one run
 one of 1 + R rounds; seconds per round = the difference / R (start-up left out), peak RSS from
 the longer run. FedSoft's selection size (K=60 of 100 in App. C) scales with the clients.
 
-Usage: python scripts/scaling.py [--clients 2000,20000] [--rounds 2] [--json]"""
+Usage: python benchmarks/scaling.py [--clients 2000,20000] [--rounds 2] [--json]"""
 import argparse
 import json
 import resource
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child(clients: int, rounds: int) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     import benchmark as bm
     from fedcluster.runner import run
     cfg = bm.compose(["algorithm=fedsoft", f"partition.num_clients={clients}",

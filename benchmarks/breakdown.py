@@ -10,7 +10,7 @@ per sample = 2 (multiply + add) x 3 (forward, input gradient, weight gradient) x
 multiply-accumulates per forward pass (counted from its layers' shapes). Peak: a 1024^3 float32
 matmul at the same threads.
 
-Usage: python scripts/breakdown.py [--batch 10] [--threads 1] [--models lenet,letters_cnn] [--profile]"""
+Usage: python benchmarks/breakdown.py [--batch 10] [--threads 1] [--models lenet,letters_cnn] [--profile]"""
 import argparse
 import json
 import time

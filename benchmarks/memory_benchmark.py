@@ -16,10 +16,10 @@ and the largest N), beside the data's own bytes per client at the largest N, the
 fedcluster chose, and the ratio to the reference at each N.
 
 Usage:
-  python scripts/memory_benchmark.py                              # N = 10, 50, 100, 200, 500, 1000
-  python scripts/memory_benchmark.py --clients 10,200 --methods fedavg,ifca_cam
-  python scripts/memory_benchmark.py --smoke --data-root DIR      # what CI runs: N = 2, 4 (K = 2), fake data
-  python scripts/memory_benchmark.py --json                       # one JSON object per (method, N)"""
+  python benchmarks/memory_benchmark.py                              # N = 10, 50, 100, 200, 500, 1000
+  python benchmarks/memory_benchmark.py --clients 10,200 --methods fedavg,ifca_cam
+  python benchmarks/memory_benchmark.py --smoke --data-root DIR      # what CI runs: N = 2, 4 (K = 2), fake data
+  python benchmarks/memory_benchmark.py --json                       # one JSON object per (method, N)"""
 import argparse
 import json
 import os

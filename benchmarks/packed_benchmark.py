@@ -18,8 +18,8 @@ Printed: wall seconds of each, runs per hour, the ratios, and whether each packe
 is byte-identical to the same run's alone. `--smoke` (CI): 1 round on the fake data of --data-root.
 
 Usage:
-  python scripts/packed_benchmark.py [--rounds 5] [--json]
-  python scripts/packed_benchmark.py --smoke --data-root DIR"""
+  python benchmarks/packed_benchmark.py [--rounds 5] [--json]
+  python benchmarks/packed_benchmark.py --smoke --data-root DIR"""
 import argparse
 import json
 import os

@@ -2,7 +2,7 @@
 # End-to-end reliability check of the `fedcluster` command: bad inputs are refused with one
 # line before anything is written, and runs are never lost, overwritten or mixed (ownership,
 # locks, concurrent starts, Ctrl-C, kill -9 and resume, divergence, multirun re-runs, report).
-# Usage: bash scripts/reliability_check.sh [WORK_DIR]     (about 5 minutes on 2 CPU cores)
+# Usage: bash tests/reliability_check.sh [WORK_DIR]     (about 5 minutes on 2 CPU cores)
 # Prints one line per case and then "N passed, M failed"; exits 1 if any case failed.
 # Each case is a fresh `fedcluster` process as a user starts it (about 4.5 CPU-seconds before it can
 # refuse: 2.4 s of it importing torch), so this keeps one or two cases per rule; tests/ hold the rest

@@ -35,10 +35,10 @@ cores would give: with T threads, N neighbours and C cores, min(T, C) / min(T, C
 the load machinery: a CI test runs it, so a workload that stops composing or running fails there.
 
 Usage:
-  python scripts/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda] [--load 2]
-  python scripts/benchmark.py --smoke --data-root DIR     # what CI runs, on fake data (and --load 1 on b,d)
-  python scripts/benchmark.py --only b,c --src ../old-checkout      # another checkout's fedcluster
-  python scripts/benchmark.py --markdown docs/results/perf/benchmark.jsonl   # README's tables from JSON
+  python benchmarks/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda] [--load 2]
+  python benchmarks/benchmark.py --smoke --data-root DIR     # what CI runs, on fake data (and --load 1 on b,d)
+  python benchmarks/benchmark.py --only b,c --src ../old-checkout      # another checkout's fedcluster
+  python benchmarks/benchmark.py --markdown docs/results/perf/benchmark.jsonl   # README's tables from JSON
 Each workload prints (with --json, one JSON object per line) seconds per round of fedcluster and
 of the reference, their ratio `speedup_vs_reference`, training samples per second, the engine
 fedcluster chose, the device, threads and OpenMP wait policy; with --load, the loaded figures.
@@ -347,7 +347,7 @@ def child(args) -> None:
     key, extra = args.only, args.override
     if args.child == "fedcluster":
         if args.libgomp_default:
-            import torch  # noqa: F401  first: libgomp keeps its own wait policy (scripts/contention.py)
+            import torch  # noqa: F401  first: libgomp keeps its own wait policy (benchmarks/contention.py)
         import fedcluster  # noqa: F401  first: its process defaults (fedcluster/threads.py) apply before torch loads
         import torch
         if args.threads:
@@ -374,7 +374,7 @@ def markdown(path: Path) -> str:
     where = (f"{first.get('gpu', 'a CUDA GPU')} beside {first['cpu']}" if first["device"] != "cpu"
              else f"{first['cpu']}, {first['cores']} cores, {first['threads']} threads, OpenMP wait policy "
                   f"{first['omp_wait_policy']}")
-    out = [f"`python scripts/benchmark.py --json{flags}` (`{shown}`): {where}, torch {first['torch']}.", "",
+    out = [f"`python benchmarks/benchmark.py --json{flags}` (`{shown}`): {where}, torch {first['torch']}.", "",
            "| workload | engine | fedcluster s/round | reference loop s/round | fedcluster vs reference |",
            "|---|---|---|---|---|"]
     for r in rows:

@@ -3,12 +3,12 @@ policy: the measurements behind fedcluster's process defaults (fedcluster/thread
 worker design (engine/workers.py, engine/local.py). docs/performance.md "Under load" reads them.
 
 For each (workload, engine, threads, policy): seconds per round quiet and beside N busy
-neighbour processes (scripts/benchmark.py's method and neighbours, each in a fresh process).
+neighbour processes (benchmarks/benchmark.py's method and neighbours, each in a fresh process).
 Policies: PASSIVE (fedcluster's default) and libgomp's own default (torch loaded before
 fedcluster, OMP_WAIT_POLICY unset: threads spin a while between ops before they sleep).
 `--src OLD` adds the looped engine of another checkout (e.g. the per-step worker design).
 
-Usage: python scripts/contention.py [--load 2] [--rounds 1] [--out docs/results/perf/contention.jsonl]"""
+Usage: python benchmarks/contention.py [--load 2] [--rounds 1] [--out docs/results/perf/contention.jsonl]"""
 import argparse
 import json
 import os
