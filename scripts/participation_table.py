@@ -1,0 +1,99 @@
+"""Seen vs unseen clients and partial participation on one setting, from finished runs (issue 59).
+
+Each method's local test accuracy (mean over clients, %, mean ± the half-width of the 95 % t-interval over
+seeds) under full participation, then with a share of the clients held out of training
+(partition.holdout_clients: the trained clients' score and the held-out clients', each with the model its
+method's rule picks for a newcomer), then with client_fraction and client_dropout. Every run is found by its
+summary.json under the folders given; a folder's runs are one condition.
+
+  python scripts/participation_table.py --full DIR --holdout DIR --partial DIR [--out PAGE.md]
+"""
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fedcluster.results.compare import difference, mean_interval  # noqa: E402
+
+
+def runs(folder: Path, partition: str, dataset: str) -> dict:
+    """{method: {seed: summary}} of the finished runs under `folder` on (dataset, partition)."""
+    out = {}
+    for path in sorted(Path(folder).rglob("summary.json")):
+        s = json.loads(path.read_text())
+        if s.get("status") == "complete" and s.get("partition") == partition and s.get("dataset") == dataset:
+            s["run_config"] = yaml.safe_load((path.parent / "config.yaml").read_text())   # the run's whole config
+            out.setdefault(s["algorithm"], {})[int(s["seed"])] = s
+    return out
+
+
+def accuracy(summary: dict, key: str):
+    value = (summary.get("local") or {}).get(key)
+    return None if value is None else 100.0 * value
+
+
+def cell(seeds: dict, key: str) -> str:
+    values = [v for v in (accuracy(s, key) for s in seeds.values()) if v is not None]
+    if not values:
+        return "–"
+    mean, half = mean_interval(values)
+    return f"{mean:.1f} ± {half:.1f}" if not math.isnan(half) else f"{mean:.1f} (1 seed)"
+
+
+def gap(a: dict, key_a: str, b: dict, key_b: str) -> str:
+    """a - b in points with its 95 % interval (paired by seed where both ran the same seeds)."""
+    xa = {k: accuracy(s, key_a) for k, s in a.items() if accuracy(s, key_a) is not None}
+    xb = {k: accuracy(s, key_b) for k, s in b.items() if accuracy(s, key_b) is not None}
+    if len(xa) < 2 or len(xb) < 2:
+        return "–"
+    d = difference(xa, xb)
+    star = " *" if d.low > 0 or d.high < 0 else ""
+    return f"{d.diff:+.1f} [{d.low:+.1f}, {d.high:+.1f}] ({d.test}){star}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--full", type=Path, action="append", required=True, help="folder(s) of full-participation runs")
+    p.add_argument("--holdout", type=Path, required=True, help="runs with partition.holdout_clients")
+    p.add_argument("--partial", type=Path, required=True, help="runs with client_fraction and client_dropout")
+    p.add_argument("--dataset", default="fashion_mnist")
+    p.add_argument("--partition", default="label_skew3")
+    p.add_argument("--out", type=Path)
+    a = p.parse_args(argv)
+    full = {}
+    for folder in a.full:
+        for m, seeds in runs(folder, a.partition, a.dataset).items():
+            full.setdefault(m, {}).update(seeds)
+    held, partial = runs(a.holdout, a.partition, a.dataset), runs(a.partial, a.partition, a.dataset)
+    methods = sorted(set(held) | set(partial), key=lambda m: (m != "fedavg", m))   # the methods studied here
+    share = {s["run_config"]["partition"].get("holdout_clients") for seeds in held.values() for s in seeds.values()}
+    fraction = {s["run_config"]["algorithm"].get("client_fraction") for seeds in partial.values() for s in seeds.values()}
+    dropout = {s["run_config"].get("client_dropout") for seeds in partial.values() for s in seeds.values()}
+    if len(share) != 1 or len(fraction) != 1 or len(dropout) != 1:
+        raise SystemExit(f"participation_table.py: one setting per folder; holdout_clients {share}, "
+                         f"client_fraction {fraction}, client_dropout {dropout}")
+    (share,), (fraction,), (dropout,) = share, fraction, dropout
+    lines = [f"| method | full participation | seen clients (holdout {share}) | unseen clients (holdout {share}) "
+             f"| unseen - seen (pts) | client_fraction {fraction}, client_dropout {dropout} "
+             "| partial - full (pts) |", "|---|---|---|---|---|---|---|"]
+    key, unseen = "local_test_accuracy", "unseen_test_accuracy"
+    for m in methods:
+        f, h, q = full.get(m, {}), held.get(m, {}), partial.get(m, {})
+        lines.append(f"| {m} | {cell(f, key)} | {cell(h, key)} | {cell(h, unseen)} | {gap(h, unseen, h, key)} "
+                     f"| {cell(q, key) if q else 'not run'} | {gap(q, key, f, key) if q else '–'} |")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if a.out is not None:
+        a.out.write_text(a.out.read_text().split("<!-- table -->")[0] + "<!-- table -->\n" + text
+                         if a.out.exists() and "<!-- table -->" in a.out.read_text() else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
