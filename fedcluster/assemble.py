@@ -264,7 +264,7 @@ def build(cfg: DictConfig):
             raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
     check_model_features(model, data, cfg, algorithm)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
-                     batch_size=cfg.train.batch_size, dropout=float(cfg.get("client_dropout", 0.0)), newcomers=newcomers,
+                     batch_size=cfg.train.batch_size, newcomers=newcomers,
                      newcomer_ids=tuple(held.unseen_ids))
     t = cfg.train
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)

@@ -15,6 +15,11 @@ TYPE_WORDS = {"Float": "a number", "Integer": "a whole number", "Boolean": "true
               "String": "a string"}
 
 
+# Top-level keys that became a component's own setting: where they live now (identity.py keeps earlier runs' ids).
+MOVED_KEYS = {"client_dropout": "it is algorithm.client_dropout, beside algorithm.client_fraction, on the methods "
+                                "that sample clients (fedcluster show algorithm=<name>)",
+              "warmup_rounds": "it is algorithm.warmup_rounds, IFCA-CAM's own FedAvg warm-up"}
+
 def _first_line(text: str) -> str:
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
 
@@ -105,6 +110,8 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
         shown = f"{key}={value}" if value is not None else key
         if isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
             name = getattr(cause, "key", None) or str(key).rsplit(".", 1)[-1]
+            if str(key) in MOVED_KEYS:
+                return f"{key} is not a setting: {MOVED_KEYS[str(key)]}"
             siblings = _keys_of(getattr(cause, "parent_node", None))
             where = str(key).rsplit(".", 1)[0] if "." in str(key) else "top level"
             return (f"{key} is not a setting{_suggest(name, siblings)}; allowed at {where}: {_listing(siblings)}"

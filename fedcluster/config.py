@@ -70,7 +70,6 @@ class Config:
     eval_every: int = MISSING
     eval_local_train: bool = MISSING
     eval_round_start_train: bool = MISSING
-    client_dropout: float = MISSING
     num_clusters: Optional[int] = MISSING
     checkpoint_every: int = MISSING
     progress: bool = MISSING

@@ -19,7 +19,9 @@ NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") +
 # Keys added after runs were recorded, each with the value that changes nothing (the behaviour before it existed):
 # at that value a key is left out of the identity, so every earlier run keeps its fingerprint, run_id and
 # directory, and a run that sets it is another run.
-NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("client_dropout",): 0.0, ("dataset", "normalize"): False,
+NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize"): False,
+                      ("client_dropout",): 0.0,   # 2026-11-28 top-level; the same day moved into the samplers' nodes:
+                      ("algorithm", "client_dropout"): 0.0, ("algorithm", "base", "client_dropout"): 0.0,
                       ("hardware", "chunk"): "auto",
                       ("partition", "cluster_seed"): None,        # 2026-11-28, CLoVE's skews
                       ("partition", "holdout_clients"): 0.0,      # 2026-11-28, unseen clients

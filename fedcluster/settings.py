@@ -63,6 +63,9 @@ Count = Between(1, MAX_COUNT)
 # `client_fraction`, the share of the clients a round samples, in (0, 1]: its type and rule, declared once for
 # every algorithm that samples clients (each takes `client_fraction: ClientFraction = 1.0`).
 ClientFraction = typing.Annotated[float, Between(0, 1, lo_open=True)]
+# `client_dropout`, the chance that a client a round samples never reports, in [0, 1): declared beside every
+# client_fraction (a method that samples no clients has no dropout to set).
+ClientDropout = typing.Annotated[float, Probability]
 # partition.holdout_clients: the share of the clients kept out of training, scored as newcomers (data/holdout.py)
 HoldoutShare = typing.Annotated[float, Probability]
 

@@ -16,7 +16,6 @@ from omegaconf.errors import InterpolationResolutionError
 from .engine.optim import OPTIMIZERS
 from .errors import ConfigError
 from .algorithms.base import serves_newcomers
-from .identity import flatten
 from .schema import parameters
 from .settings import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
 
@@ -26,7 +25,6 @@ TASK_METRICS = {"regression": ("mse",), "reconstruction": ("mse",), "classificat
 
 RUN_RULES: Dict[str, Rule] = {
     "rounds": Count, "seed": AtLeast(0), "eval_every": AtLeast(1), "checkpoint_every": AtLeast(0),
-    "client_dropout": Probability,
     "num_clusters": AtLeast(1), "divergence_factor": Positive,
     "train.lr": Positive, "train.epochs": Count, "train.batch_size": Between(1, MAX_BATCH), "train.steps": Count,
     "train.momentum": Probability, "train.weight_decay": AtLeast(0), "train.optimizer": OneOf(sorted(OPTIMIZERS)),
@@ -127,11 +125,6 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"objective={objective} is not a metric of this run: dataset={plain['dataset'].get('name')} "
                           f"is a {task} task, whose validation metrics are {allowed}")
     alg = plain.get("algorithm") or {}
-    samples = any(k.rsplit(".", 1)[-1] == "client_fraction" for k in flatten(alg))
-    if isinstance(plain.get("client_dropout"), (int, float)) and plain["client_dropout"] > 0 and not samples:
-        raise ConfigError(f"client_dropout={plain['client_dropout']}: algorithm={alg.get('name')} draws no random sample "
-                          "of clients to drop from (it has no client_fraction); allowed: client_dropout=0 for it, or a "
-                          "method with client_fraction")
     holdout = (plain.get("partition") or {}).get("holdout_clients")
     if isinstance(holdout, (int, float)) and holdout > 0 and not serves_newcomers(_class_of(alg)):
         raise ConfigError(f"partition.holdout_clients={holdout}: algorithm={alg.get('name')} has no rule that picks a "

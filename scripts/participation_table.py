@@ -74,7 +74,8 @@ def main(argv=None) -> int:
     methods = sorted(set(held) | set(partial), key=lambda m: (m != "fedavg", m))   # the methods studied here
     share = {s["run_config"]["partition"].get("holdout_clients") for seeds in held.values() for s in seeds.values()}
     fraction = {s["run_config"]["algorithm"].get("client_fraction") for seeds in partial.values() for s in seeds.values()}
-    dropout = {s["run_config"].get("client_dropout") for seeds in partial.values() for s in seeds.values()}
+    dropout = {s["run_config"]["algorithm"].get("client_dropout", s["run_config"].get("client_dropout"))   # top level
+               for seeds in partial.values() for s in seeds.values()}                                  # before 2026-11-28
     if len(share) != 1 or len(fraction) != 1 or len(dropout) != 1:
         raise SystemExit(f"participation_table.py: one setting per folder; holdout_clients {share}, "
                          f"client_fraction {fraction}, client_dropout {dropout}")

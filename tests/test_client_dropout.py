@@ -1,7 +1,8 @@
 """client_dropout (issue 59): a client sampled in a round fails to report with the given chance, from its own
 seeded stream, so the clients that report are a subset of the same sample; at least one reports. It changes the
 run where it is set and nothing where it is 0 (an earlier run's identity too); a method that trains every client
-each round (or picks them by its own rule) has no random sample to drop from and is refused in one line."""
+each round (or picks them by its own rule) has no random sample to drop from, so it has no such setting: it is
+each sampling method's own (algorithm.client_dropout, beside client_fraction), and elsewhere refused in one line."""
 import subprocess
 import sys
 
@@ -13,10 +14,10 @@ from fedcluster.identity import config_fingerprint
 from fedcluster.runner import run
 
 
-def federation(dropout, n=40, seed=0):
+def federation(n=40, seed=0):
     from fedcluster.algorithms.federation import Federation
     fed = Federation.__new__(Federation)
-    fed.seed, fed.device, fed.dropout = seed, torch.device("cpu"), dropout
+    fed.seed, fed.device = seed, torch.device("cpu")
     fed.data = type("D", (), {"num_clients": n})()
     return fed
 
@@ -24,33 +25,39 @@ def federation(dropout, n=40, seed=0):
 def test_the_clients_that_report_are_a_seeded_subset_of_the_same_sample():
     kept = []
     for t in range(200):
-        full = federation(0.0).sample_clients(0.5, t)
-        some = federation(0.25).sample_clients(0.5, t)
+        full = federation().sample_clients(0.5, t, 0.0)
+        some = federation().sample_clients(0.5, t, 0.25)
         assert len(full) == 20 and 1 <= len(some) <= 20
         assert set(some.tolist()) <= set(full.tolist())
-        assert torch.equal(some, federation(0.25).sample_clients(0.5, t))         # seeded
+        assert torch.equal(some, federation().sample_clients(0.5, t, 0.25))        # seeded
         kept.append(len(some) / 20)
     assert abs(sum(kept) / len(kept) - 0.75) < 0.03
-    assert len(federation(0.999).sample_clients(1.0, 3)) == 1                    # never nobody
+    assert len(federation().sample_clients(1.0, 3, 0.999)) == 1                  # never nobody
 
 
 def test_a_dropout_changes_the_run_and_zero_is_the_run_without_the_key(tmp_path, small_cfg):
-    on = run(small_cfg("client_dropout=0.4", "algorithm.client_fraction=0.8", algorithm="ifca"), tmp_path / "on")
-    off = run(small_cfg("client_dropout=0.0", "algorithm.client_fraction=0.8", algorithm="ifca"), tmp_path / "off")
+    on = run(small_cfg("algorithm.client_dropout=0.4", "algorithm.client_fraction=0.8", algorithm="ifca"), tmp_path / "on")
+    off = run(small_cfg("algorithm.client_dropout=0.0", "algorithm.client_fraction=0.8", algorithm="ifca"), tmp_path / "off")
     assert on["status"] == off["status"] == "complete"
     a, b = pd.read_csv(tmp_path / "on" / "metrics.csv"), pd.read_csv(tmp_path / "off" / "metrics.csv")
     assert not a["value"].equals(b["value"])
     config = {"seed": 0, "rounds": 3, "algorithm": {"name": "ifca"}}
-    assert config_fingerprint({**config, "client_dropout": 0.0}) == config_fingerprint(config)
+    assert config_fingerprint({**config, "client_dropout": 0.0}) == config_fingerprint(config)   # an earlier run's key
     assert config_fingerprint({**config, "client_dropout": 0.1}) != config_fingerprint(config)
+    moved = {**config, "algorithm": {"name": "ifca", "client_dropout": 0.0}}
+    assert config_fingerprint(moved) == config_fingerprint(config)
+    assert config_fingerprint({**config, "algorithm": {"name": "ifca", "client_dropout": 0.1}}) != config_fingerprint(config)
 
 
 @pytest.mark.parametrize("algorithm", ["local", "fedsoft"])
 def test_a_method_that_samples_no_clients_refuses_a_dropout_in_one_line(tmp_path, algorithm):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "fedcluster", f"algorithm={algorithm}", "client_dropout=0.1",
-                           f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert f"client_dropout=0.1: algorithm={algorithm} draws no random sample of clients" in lines[0]
-    assert not out.exists()
+    for given, said in (("algorithm.client_dropout=0.1", "algorithm.client_dropout is not a setting; allowed at algorithm:"),
+                        ("client_dropout=0.1", "client_dropout is not a setting: it is algorithm.client_dropout")):
+        proc = subprocess.run([sys.executable, "-m", "fedcluster", f"algorithm={algorithm}", given,
+                               f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+        assert said in lines[0]
+        assert not given.startswith("algorithm.") or "client_fraction" not in lines[0]   # it samples no clients
+        assert not out.exists()

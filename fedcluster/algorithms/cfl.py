@@ -24,7 +24,7 @@ import torch
 
 from ..models.rows import rows_of
 from ..models.stacked import Stack
-from ..settings import AtLeast, ClientFraction
+from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 
@@ -57,9 +57,10 @@ class CFL(ClusteredAlgorithm):
 
     def __init__(self, eps1: Annotated[float, AtLeast(0)] = 0.4, eps2: Annotated[float, AtLeast(0)] = 1.6,
                  split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0,
-                 client_fraction: ClientFraction = 1.0):
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.eps1, self.eps2, self.split_after_round, self.max_clusters = eps1, eps2, split_after_round, max_clusters
         self.client_fraction = client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         self.centers = fed.init_models(1, "centers")
@@ -71,7 +72,7 @@ class CFL(ClusteredAlgorithm):
         return next(iter(self.centers.values())).shape[0]
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)   # the authors' CFL: every client, every round
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)   # the authors' CFL: every client, every round
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
     def aggregate(self, t, plan, trained, fed):

@@ -33,7 +33,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.optim import OPTIMIZERS, build_optimizer
 from ..rng import derived_seed
-from ..settings import AtLeast, ClientFraction, OneOf, Positive
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm
 
@@ -79,7 +79,7 @@ class CLoVE(ClusteredAlgorithm):
     state = ("centers", "assignment", "loss_vectors")
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
-                 client_fraction: ClientFraction = 1.0,
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0,
                  clustering: Annotated[str, OneOf(CHOICES["clustering"])] = "kmeans",
                  embedding: Annotated[str, OneOf(CHOICES["embedding"])] = "loss",
                  matching: Annotated[str, OneOf(CHOICES["matching"])] = "hungarian",
@@ -89,6 +89,7 @@ class CLoVE(ClusteredAlgorithm):
                  server_optimizer: Annotated[str, OneOf(sorted(OPTIMIZERS))] = "adam",
                  server_lr: Annotated[float, Positive] = 1e-3):
         self.num_clusters, self.client_fraction = num_clusters, client_fraction
+        self.client_dropout = client_dropout
         self.clustering, self.embedding, self.matching = clustering, embedding, matching
         self.init, self.first_round, self.averaging = init, first_round, averaging
         # Option II's server step: a plain optimizer (no momentum, no weight decay), as the authors'
@@ -133,7 +134,7 @@ class CLoVE(ClusteredAlgorithm):
         return rows_of(self.centers, models[nearest])
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         self.assignment[clients] = self.assign(t, fed, clients)
         local = "gradient" if self.averaging == "gradient" else "train"
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]), local=local)

@@ -8,7 +8,7 @@ from torch.func import functional_call
 
 from ..models.rows import rows_of
 from ..engine.losses import per_sample_loss
-from ..settings import AtLeast, Between, ClientFraction, MAX_BATCH, Positive
+from ..settings import AtLeast, Between, ClientDropout, ClientFraction, MAX_BATCH, Positive
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models, sample_weighted_mean
 
@@ -64,10 +64,11 @@ train.batch_size, as the authors use the training batch size). W
                  threshold: Annotated[float, AtLeast(0)] = 0.1, num_pre_loss: Annotated[int, AtLeast(1)] = 10,
                  max_passes: Annotated[int, AtLeast(1)] = 200,
                  batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
-                 client_fraction: ClientFraction = 1.0):
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.rand_percent, self.layer_idx, self.eta = rand_percent, layer_idx, eta
         self.threshold, self.num_pre_loss, self.max_passes = threshold, num_pre_loss, max_passes
         self.batch_size, self.client_fraction = batch_size, client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         self.global_model = fed.init_models(1, "centers")
@@ -78,7 +79,7 @@ train.batch_size, as the authors use the training batch size). W
         self.started = torch.zeros(fed.num_clients, dtype=torch.bool)
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.local, clients))
 
     def aggregate(self, t, plan, trained, fed):

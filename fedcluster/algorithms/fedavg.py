@@ -5,7 +5,7 @@ import torch
 
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
-from ..settings import AtLeast, ClientFraction
+from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import Algorithm, RoundPlan
 from .components import copies, for_clients, global_mean_fold, sample_weighted_mean
 
@@ -17,14 +17,15 @@ class FedAvg(Algorithm):
     name = "fedavg"
     num_clusters = 1
 
-    def __init__(self, client_fraction: ClientFraction = 1.0):
+    def __init__(self, client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.client_fraction = client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         self.global_model = fed.init_models(1, "centers")
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, for_clients(self.global_model, clients))
 
     def aggregate(self, t, plan, trained, fed):
@@ -52,8 +53,8 @@ class FedProx(FedAvg):
     name = "fedprox"
 
     def __init__(self, mu: Annotated[float, AtLeast(0)] = 0.01,
-                 client_fraction: ClientFraction = 1.0):
-        super().__init__(client_fraction)
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
+        super().__init__(client_fraction, client_dropout)
         self.mu = mu
 
     def plan(self, t, fed):

@@ -7,7 +7,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import SampleWeights
-from ..settings import AtLeast, ClientFraction, OneOf
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
@@ -55,9 +55,10 @@ class FedEM(Algorithm):
         return self.num_clusters * super().training_rows(num_clients)
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,
-                 client_fraction: ClientFraction = 1.0,
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0,
                  local_predictor: Annotated[str, OneOf(LOCAL_PREDICTORS)] = "mixture"):
         self.num_clusters, self.client_fraction, self.local_predictor = num_clusters, client_fraction, local_predictor
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         self.components = fed.init_models(self.num_clusters, "components")
@@ -65,7 +66,7 @@ class FedEM(Algorithm):
                              dtype=torch.float64, device=fed.device)
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         losses = fed.train_losses(self.components).double()
         q, pi = e_step(losses, self.pi.clamp_min(1e-300).log(), fed.data.train.mask.to(fed.device))
         self.pi[clients] = pi[clients]

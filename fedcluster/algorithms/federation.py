@@ -24,7 +24,6 @@ class Federation:
     # engine's formulation) or a loop (what the looped and sequential engines measured faster)
     batched_forward: bool = False
     batch_size: Optional[int] = None   # the run's train.batch_size: the local solver's mini-batches
-    dropout: float = 0.0   # the run's client_dropout: the chance that a sampled client never reports in a round
     # the clients kept out of training (partition.holdout_clients, data/holdout.py), scored as newcomers
     newcomers: Optional[FederatedData] = None
     newcomer_ids: Tuple[int, ...] = ()   # their ids in the partition (the trained clients are renumbered 0..N-1)
@@ -67,10 +66,10 @@ class Federation:
         losses = self.train_losses(models).masked_fill(~self.data.train.mask.unsqueeze(0), 0.0)
         return (losses.sum(2) / self.sizes.clamp_min(1).to(losses.dtype)).T
 
-    def sample_clients(self, fraction: float, t: int) -> torch.Tensor:
+    def sample_clients(self, fraction: float, t: int, dropout: float = 0.0) -> torch.Tensor:
         """The clients that report in round t: a random subset of round(fraction * N) clients (all when
         fraction = 1), less those that drop out. Each sampled client drops out with chance `dropout` (the
-        run's client_dropout), from its own seeded stream, so the sample is the same with and without
+        method's client_dropout), from its own seeded stream, so the sample is the same with and without
         dropouts; at least one client reports (the one whose draw is highest)."""
         N = self.num_clients
         m = max(1, round(fraction * N))
@@ -78,9 +77,9 @@ class Federation:
             chosen = torch.arange(N)
         else:
             chosen = torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values
-        if self.dropout > 0:
+        if dropout > 0:
             draws = torch.rand(len(chosen), generator=self.generator("dropout", t))
-            stays = draws >= self.dropout
+            stays = draws >= dropout
             stays[int(draws.argmax())] = True
             chosen = chosen[stays]
         return chosen.to(self.device)

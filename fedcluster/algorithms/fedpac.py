@@ -8,7 +8,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..settings import AtLeast, ClientFraction, OneOf, Probability
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Probability
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .components import personal_models
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
@@ -121,9 +121,10 @@ class FedPAC(Algorithm):
 
     def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0, head_epochs: Annotated[Optional[int], AtLeast(0)] = 1,
                  weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients", eps: Annotated[float, Probability] = 1e-3,
-                 client_fraction: ClientFraction = 1.0):
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.lam, self.head_epochs, self.weighting = lam, head_epochs, weighting
         self.eps, self.client_fraction = eps, client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         if fed.data.task != "classification":
@@ -137,7 +138,7 @@ class FedPAC(Algorithm):
         self.centroids, self.have = None, None
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         pull = []
         if self.centroids is not None and self.lam > 0:
             lam = torch.full((len(clients), 1), self.lam, dtype=fed.dtype, device=fed.device)

@@ -9,7 +9,7 @@ from ..models.rows import rows_of
 from ..engine.forward import outputs_paired
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..settings import AtLeast, ClientFraction, OneOf
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models
 
@@ -74,8 +74,9 @@ class FedProto(Algorithm):
 
     def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0,
                  weighting: Annotated[str, OneOf(WEIGHTINGS)] = "clients",
-                 client_fraction: ClientFraction = 1.0):
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.lam, self.weighting, self.client_fraction = lam, weighting, client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         if fed.data.task != "classification":
@@ -84,7 +85,7 @@ class FedProto(Algorithm):
         self.prototypes, self.have = None, None
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         plan = RoundPlan(clients, rows_of(self.local, clients))
         if self.prototypes is not None:
             lam = torch.full((len(clients), 1), self.lam, dtype=fed.dtype, device=fed.device)

@@ -5,7 +5,7 @@ import torch
 
 from ..models.rows import rows_of, take_rows
 from ..engine.terms import Proximal
-from ..settings import AtLeast, ClientFraction, Count, OneOf
+from ..settings import AtLeast, ClientDropout, ClientFraction, Count, OneOf
 from .base import Phase, RoundPlan
 from .clustered import ClusteredAlgorithm
 from .components import keep_trained, personal_models
@@ -56,10 +56,11 @@ class FeSEM(ClusteredAlgorithm):
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 0.01,
                  distance_on: Annotated[str, OneOf(DISTANCES)] = "all", kmeans_iters: Annotated[int, AtLeast(1)] = 10,
                  local_rounds: Annotated[int, Count] = 1,
-                 startup_epochs: Annotated[Optional[int], AtLeast(1)] = None, client_fraction: ClientFraction = 1.0):
+                 startup_epochs: Annotated[Optional[int], AtLeast(1)] = None, client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.num_clusters, self.lam, self.distance_on = num_clusters, lam, distance_on
         self.kmeans_iters, self.local_rounds, self.startup_epochs = kmeans_iters, local_rounds, startup_epochs
         self.client_fraction = client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         self.local = personal_models(fed)
@@ -78,7 +79,7 @@ class FeSEM(ClusteredAlgorithm):
                 return RoundPlan(clients, rows_of(self.local, clients))
             return RoundPlan(clients, rows_of(self.local, clients),
                              phases=[Phase(tuple(self.local), epochs=self.startup_epochs)])
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         assigned = self.assignment[clients]
         coeffs = self.lam * torch.nn.functional.one_hot(assigned, self.num_clusters).to(fed.dtype)
         return RoundPlan(clients, rows_of(self.centers, assigned), [Proximal(self.centers, coeffs)])

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ..models.stacked import Stack, repeat
-from ..settings import AtLeast, ClientFraction
+from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 from .kmeans import flatten, kmeans_plus_plus, weighted_kmeans
@@ -75,10 +75,11 @@ class FlexCFL(ClusteredAlgorithm):
     init = "identical"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, pretrain_scale: Annotated[int, AtLeast(1)] = 20,
-                 group_agg_lr: Annotated[float, AtLeast(0)] = 0.0, client_fraction: ClientFraction = 1.0,
+                 group_agg_lr: Annotated[float, AtLeast(0)] = 0.0, client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0,
                  kmeans_iters: Annotated[int, AtLeast(1)] = 20, migration: bool = True):
         self.num_clusters, self.pretrain_scale, self.group_agg_lr = num_clusters, pretrain_scale, group_agg_lr
         self.client_fraction, self.kmeans_iters, self.migration = client_fraction, kmeans_iters, migration
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         super().setup(fed)   # identical: K copies of w0
@@ -112,7 +113,7 @@ class FlexCFL(ClusteredAlgorithm):
             clients = torch.arange(fed.num_clients, device=fed.device)
         else:   # the sampled clients, and every client without a group (it cold-starts now)
             waiting = torch.nonzero(self.assignment < 0).squeeze(1)
-            clients = torch.unique(torch.cat([fed.sample_clients(self.client_fraction, t), waiting]))
+            clients = torch.unique(torch.cat([fed.sample_clients(self.client_fraction, t, self.client_dropout), waiting]))
         groups = self.assignment[clients]
         start = repeat(self.centers, groups.clamp_min(0))
         cold = groups < 0     # pre-training or cold start: from w0

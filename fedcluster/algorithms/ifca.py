@@ -6,7 +6,7 @@ import torch
 from ..engine.forward import losses_on_clients, outputs_paired
 from ..models.rows import rows_of
 from ..models.stacked import Stack
-from ..settings import AtLeast, ClientFraction, OneOf
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm
 from .fold import MixedSums
@@ -54,11 +54,12 @@ class IFCA(ClusteredAlgorithm):
     name = "ifca"
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
-                 client_fraction: ClientFraction = 1.0,
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0,
                  update: Annotated[str, OneOf(UPDATES)] = "mean", init: Annotated[str, OneOf(INITS)] = "independent",
                  first_round: Annotated[str, OneOf(FIRST_ROUNDS)] = "evaluation",
                  report_label_pick: bool = False):
         self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
+        self.client_dropout = client_dropout
         self.init, self.first_round, self.report_label_pick = init, first_round, report_label_pick
 
     def plan(self, t, fed):
@@ -67,7 +68,7 @@ class IFCA(ClusteredAlgorithm):
         if t == 0 and self.first_round == "random":   # CLoVE §5.2 'first:r': every model gets a client
             g = fed.generator("ifca-first-round")
             self.assignment = random_assignment(fed.num_clients, self.num_clusters, g).to(fed.device)
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
     def aggregate(self, t, plan, trained, fed):

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ..models.rows import rows_of
-from ..settings import AtLeast, ClientFraction, OneOf
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
 
@@ -89,9 +89,10 @@ class PACFL(ClusteredAlgorithm):
     def __init__(self, num_clusters: Annotated[Optional[int], AtLeast(1)] = None, threshold: Annotated[Optional[float], AtLeast(0)] = None,
                  n_basis: Annotated[int, AtLeast(1)] = 3, angle: Annotated[str, OneOf(ANGLES)] = "principal",
                  linkage: Annotated[str, OneOf(tuple(LINKAGES))] = "average", per_class: bool = True,
-                 client_fraction: ClientFraction = 1.0):
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
         self.num_clusters, self.threshold, self.n_basis = num_clusters, threshold, n_basis
         self.angle, self.linkage, self.per_class, self.client_fraction = angle, linkage, per_class, client_fraction
+        self.client_dropout = client_dropout
 
     def setup(self, fed):
         tr, classify = fed.data.train, fed.data.task == "classification"
@@ -105,7 +106,7 @@ class PACFL(ClusteredAlgorithm):
         self.assignment = torch.as_tensor(ids, dtype=torch.long, device=fed.device)
 
     def plan(self, t, fed):
-        clients = fed.sample_clients(self.client_fraction, t)
+        clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
     def artifacts(self):

@@ -8,7 +8,7 @@ from torch.func import functional_call, grad
 from ..engine.losses import per_sample_loss
 from ..engine.terms import META_PARTS, MetaStep
 from ..errors import ConfigError
-from ..settings import AtLeast, ClientFraction, OneOf, Positive
+from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
 from .base import Algorithm
 from .components import copies
 from .fedavg import FedAvg
@@ -32,8 +32,8 @@ class PerFedAvg(FedAvg):
 
     def __init__(self, alpha: Annotated[float, Positive] = 0.001, variant: Annotated[str, OneOf(VARIANTS)] = "fo",
                  delta: Annotated[float, Positive] = 1e-3, eval_batch: Annotated[int, AtLeast(1)] = 10,
-                 client_fraction: ClientFraction = 1.0):
-        super().__init__(client_fraction)
+                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
+        super().__init__(client_fraction, client_dropout)
         self.alpha, self.variant, self.delta, self.eval_batch = alpha, variant, delta, eval_batch
         self._personal, self._round = None, 0
 
