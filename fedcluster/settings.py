@@ -136,20 +136,46 @@ def check_values(group: str, values: Dict[str, object], rules: Dict[str, List[Ru
                     raise ConfigError(problem)
 
 
-def checked_init(init, group: str):
+@dataclass(frozen=True)
+class NotAbove:
+    """A rule over two settings of one class, declared on the class (`joint_rules`): `low` <= `high`.
+    Checked where the single-value rules are, once: when the class is built and by validate.py."""
+    low: str
+    high: str
+
+    def problem(self, group: str, values: Dict[str, object]):
+        a, b = values.get(self.low), values.get(self.high)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > b:
+            return (f"{group}.{self.low}={a} exceeds {group}.{self.high}={b}; allowed: {self.low} <= {self.high}")
+        return None
+
+
+def check_joint(group: str, joint, values: Dict[str, object]) -> None:
+    """Rules over several settings (a class's `joint_rules`), on its settings' values (defaults filled in)."""
+    from .errors import ConfigError
+    for rule in joint:
+        problem = rule.problem(group, values)
+        if problem is not None:
+            raise ConfigError(problem)
+
+
+def checked_init(init, group: str, joint=()):
     """`init` (a class's __init__) that first checks its arguments against the rules its signature
     declares, so a class built from Python (the API, tests) gets the same one-line error as a config
     (validate.py), and no constructor repeats a rule. The signature stays the class's own."""
     import functools
     signature = inspect.signature(init)
     rules = rules_of(list(signature.parameters.values()))
-    if not rules or getattr(init, "_checked", False):
+    if (not rules and not joint) or getattr(init, "_checked", False):
         return init
 
     @functools.wraps(init)
     def checked(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         check_values(group, bound.arguments, rules)
+        if joint:   # the class that declares them takes both settings: defaults filled in
+            bound.apply_defaults()
+            check_joint(group, joint, bound.arguments)
         return init(self, *args, **kwargs)
     checked._checked = True
     return checked
@@ -166,4 +192,4 @@ class CheckedSettings:
         if group is not None:
             cls.settings_group = group
         if "__init__" in cls.__dict__:
-            cls.__init__ = checked_init(cls.__dict__["__init__"], cls.settings_group)
+            cls.__init__ = checked_init(cls.__dict__["__init__"], cls.settings_group, cls.__dict__.get("joint_rules", ()))

@@ -17,7 +17,7 @@ from .engine.optim import OPTIMIZERS
 from .errors import ConfigError
 from .algorithms.base import serves_newcomers
 from .schema import parameters
-from .settings import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
+from .settings import check_joint, MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
 
 INT64_MAX = 2 ** 63 - 1
 # The metrics each task's evaluation produces (metrics.model_metrics), for `objective`.
@@ -135,11 +135,10 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"algorithm.warmup_rounds={alg['warmup_rounds']} covers all rounds={plain['rounds']}: "
                           f"algorithm={alg.get('name')} would never leave its FedAvg warm-up (a FedAvg run under its "
                           "name); allowed: algorithm.warmup_rounds < rounds (Fed-CAM: 30 of 100)")
-    part = plain.get("partition", {})
-    if part.get("min_samples") is not None and part.get("max_samples") is not None \
-            and part["min_samples"] > part["max_samples"]:
-        raise ConfigError(f"partition.min_samples={part['min_samples']} exceeds partition.max_samples="
-                          f"{part['max_samples']}; allowed: min_samples <= max_samples")
+    for group, node in plain.items():   # each node's rules over several settings, declared on its class
+        cls = _class_of(node) if isinstance(node, dict) and "_target_" in node else None
+        for klass in (cls.__mro__ if isinstance(cls, type) else ()):
+            check_joint(group, klass.__dict__.get("joint_rules", ()), node)
 
 
 def _class_of(node: dict):

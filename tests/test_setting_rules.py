@@ -161,3 +161,21 @@ def test_a_shared_setting_has_one_declaration():
     for cls in takers:
         p = next(p for p in parameters(cls) if p.name == "client_fraction")
         assert p.annotation == ClientFraction, cls.__name__
+
+
+def test_a_rule_over_two_settings_is_declared_once_and_checked_alike_from_a_config_and_from_python():
+    """min_samples <= max_samples of the mixture partitions: `joint_rules` on their base, the same one-line refusal
+    from validate.py (before anything is built) and from the constructor; equal values are allowed."""
+    from conftest import make_cfg
+    from fedcluster.errors import ConfigError
+    from fedcluster.partitions import RandomMix
+    from fedcluster.settings import NotAbove
+    from fedcluster.validate import validate
+    message = "partition.min_samples=100 exceeds partition.max_samples=50; allowed: min_samples <= max_samples"
+    with pytest.raises(ConfigError) as from_config:
+        validate(make_cfg(["partition=random", "partition.min_samples=100", "partition.max_samples=50"]))
+    with pytest.raises(ConfigError) as from_python:
+        RandomMix(min_samples=100, max_samples=50)
+    assert str(from_config.value) == str(from_python.value) == message
+    RandomMix(min_samples=50, max_samples=50)
+    assert NotAbove("min_samples", "max_samples").problem("partition", {"min_samples": 3}) is None   # one side unset

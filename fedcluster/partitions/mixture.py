@@ -10,7 +10,7 @@ from typing import Annotated
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, HoldoutShare, Probability, CheckedSettings
+from ..settings import AtLeast, Between, HoldoutShare, NotAbove, Probability, CheckedSettings
 from .allocation import Allocation
 
 
@@ -36,13 +36,12 @@ class Partition(CheckedSettings, group="partition"):   # declared rules checked 
     """Base: subclasses define `mixture(S, g)`."""
     name = "partition"
     needs_two = False
+    joint_rules = (NotAbove("min_samples", "max_samples"),)   # checked once, when built and by validate.py
 
     def __init__(self, num_clients: Annotated[int, AtLeast(1)] = 100, min_samples: Annotated[int, AtLeast(1)] = 100,
                  max_samples: Annotated[int, AtLeast(1)] = 200,
                  local_test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
                  val_fraction: Annotated[float, Probability] = 0.1, holdout_clients: HoldoutShare = 0.0):
-        if min_samples > max_samples:
-            raise ConfigError(f"partition needs 1 <= min_samples <= max_samples; got {min_samples}, {max_samples}")
         self.num_clients, self.min_samples, self.max_samples = num_clients, min_samples, max_samples
         self.local_test_fraction = local_test_fraction
         self.val_fraction, self.holdout_clients = val_fraction, holdout_clients   # rules declared above
