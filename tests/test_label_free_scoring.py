@@ -28,9 +28,12 @@ def data_root(tmp_path_factory):
     return root
 
 
-def trained(overrides, root, rounds=2):
-    """(algorithm, federation) after `rounds` rounds of the composed config, by the run's own steps."""
+def trained(overrides, root, rounds=2, adjust=None):
+    """(algorithm, federation) after `rounds` rounds of the composed config, by the run's own steps;
+    `adjust(cfg)`: a change to the shrunk config before it is built."""
     cfg = shrink(make_cfg(overrides), root)
+    if adjust is not None:
+        adjust(cfg)
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     fed.batched_forward = engine == "batched"

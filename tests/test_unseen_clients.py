@@ -21,36 +21,30 @@ from fedcluster.errors import ConfigError
 from fedcluster.runner import run
 from fedcluster.validate import newcomer_methods
 from test_every_option import CONTEXT, shrink
-from test_label_free_scoring import other_labels
+from test_label_free_scoring import other_labels, trained as trained_as_scored
 
 HOLDOUT = ["partition.holdout_clients=0.25"]
 
 
-def small(overrides, root):
-    """The composed config, tiny (test_every_option.shrink), with 8 clients in 2 clusters."""
+def eight_clients(cfg):
+    """8 clients in 2 clusters (FedSoft selecting 2 of them a round)."""
     from omegaconf import open_dict
-    cfg = shrink(make_cfg(CONTEXT["algorithm"] + overrides), root)
     with open_dict(cfg):
         cfg.partition.num_clients = 8
         if cfg.algorithm.get("selection_size") is not None:
             cfg.algorithm.selection_size = 2
+
+
+def small(overrides, root):
+    """The composed config, tiny (test_every_option.shrink), with 8 clients in 2 clusters."""
+    cfg = shrink(make_cfg(CONTEXT["algorithm"] + overrides), root)
+    eight_clients(cfg)
     return cfg
 
 
 def trained(overrides, root, rounds=2):
-    """(algorithm, federation) after `rounds` rounds of the run's own steps."""
-    from fedcluster.assemble import build, choose_engine
-    from fedcluster.engine.clients import run_clients
-    cfg = small(overrides, root)
-    hw, fed, alg, trainer = build(cfg)
-    engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
-    fed.batched_forward = engine == "batched"
-    alg.setup(fed)
-    for t in range(rounds):
-        plan = alg.plan(t, fed)
-        result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed)
-        alg.aggregate(t, plan, result.params, fed)
-    return alg, fed
+    """(algorithm, federation) after `rounds` rounds of the run's own steps (test_label_free_scoring.trained)."""
+    return trained_as_scored(CONTEXT["algorithm"] + overrides, root, rounds, adjust=eight_clients)
 
 
 @pytest.fixture(scope="module")
