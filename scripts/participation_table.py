@@ -19,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fedcluster.io import write_text  # noqa: E402
 from fedcluster.results.compare import difference, mean_interval  # noqa: E402
 
 
@@ -90,9 +91,15 @@ def main(argv=None) -> int:
                      f"| {cell(q, key) if q else 'not run'} | {gap(q, key, f, key) if q else '–'} |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
-    if a.out is not None:
-        a.out.write_text(a.out.read_text().split("<!-- table -->")[0] + "<!-- table -->\n" + text
-                         if a.out.exists() and "<!-- table -->" in a.out.read_text() else text)
+    if a.out is not None:   # the page's table (from the marker to the first blank line) replaced, the rest kept
+        page = a.out.read_text() if a.out.exists() else ""
+        if "<!-- table -->\n" in page:
+            head, rest = page.split("<!-- table -->\n", 1)
+            tail = rest.split("\n\n", 1)[1] if "\n\n" in rest else ""
+            page = head + "<!-- table -->\n" + text + ("\n" + tail if tail else "")
+        else:
+            page = text
+        write_text(a.out, page)
     return 0
 
 
