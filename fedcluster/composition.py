@@ -112,8 +112,11 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
             name = getattr(cause, "key", None) or str(key).rsplit(".", 1)[-1]
             if str(key) in MOVED_KEYS:
                 return f"{key} is not a setting: {MOVED_KEYS[str(key)]}"
-            siblings = _keys_of(getattr(cause, "parent_node", None))
+            parent = getattr(cause, "parent_node", None)
+            siblings = _keys_of(parent)
             where = str(key).rsplit(".", 1)[0] if "." in str(key) else "top level"
+            if not siblings and parent is not None and "." in str(key):   # an open map with no keys yet
+                return f"{key} is not set yet: {where} holds no keys; a new one is added with a plus, +{key}=<value>"
             return (f"{key} is not a setting{_suggest(name, siblings)}; allowed at {where}: {_listing(siblings)}"
                     if siblings else f"{key} is not a setting")
         if isinstance(cause, ValidationError):

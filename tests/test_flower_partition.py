@@ -76,7 +76,7 @@ def test_flower_partitions_a_users_table(clinics, tmp_path):  # noqa: F811
     common = ["dataset=tensors", f"dataset.path={clinics / 'clinics.csv'}", "dataset.labels=outcome",
               "dataset.distributions=clinic", "model=mlp", "partition=flower", "partition.val_fraction=0",
               "rounds=2", "progress=false", "plots=false", "algorithm=ifca", "num_clusters=2"]
-    natural = run(make_cfg(common + ["partition.kind=natural_id", "partition.partition_by=group"]), tmp_path / "a")
+    natural = run(make_cfg(common + ["partition.kind=natural_id"]), tmp_path / "a")   # partition_by auto: group
     assert natural["num_clients"] == 6
     dirichlet = run(make_cfg(common + ["partition.num_clients=4", "+partition.options.alpha=1.0"]), tmp_path / "b")
     assert dirichlet["num_clients"] == 4 and dirichlet["status"] == "complete"

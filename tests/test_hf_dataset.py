@@ -101,3 +101,16 @@ def test_bad_input_is_one_line_before_anything_is_written(saved, tmp_path, extra
     with pytest.raises(ConfigError, match=message):
         run(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_numeric_features_can_be_standardized_and_only_they(saved):
+    root, arrow = saved
+    common = ["dataset=hf", f"dataset.path={arrow}", "dataset.input=x", "dataset.labels=y", "model=mlp",
+              "partition=dirichlet", "partition.num_clients=2", "partition.min_samples=5", "algorithm=fedavg", *COMMON]
+    _, fed, _, _ = build(make_cfg(common + ["dataset.standardize=true"]))
+    x = fed.data.train.x[fed.data.train.mask]
+    assert x.mean(0).abs().max() < 0.2 and ((x.std(0) - 1).abs() < 0.2).all()   # the training rows' scale
+    with pytest.raises(ConfigError, match=r"^dataset.standardize=true scales numeric features; dataset.input=img is "
+                                          r"a image column"):
+        build(make_cfg(["dataset=hf", f"dataset.path={root / 'images'}", "dataset.input=img", "model=lenet",
+                        "partition=dirichlet", "partition.num_clients=2", "dataset.standardize=true", *COMMON]))

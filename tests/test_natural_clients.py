@@ -61,3 +61,24 @@ def test_a_group_too_small_is_one_line_naming_it(clinics):
         build(make_cfg(common(clinics) + ["algorithm=fedavg", "partition.min_samples=30"]))
     with pytest.raises(ConfigError, match=r"^partition.min_samples=0 is out of range"):
         NaturalClients(min_samples=0)
+
+
+def test_a_table_without_groups_is_refused_by_natural_and_its_group_column_can_be_left_out_of_label_partitions(
+        clinics, tmp_path):
+    """partition=natural on data with one group would make one client: refused, naming what to set. A label
+    partition on the same table with the group column left out of the features (dataset.ignore_columns) runs;
+    without it, the text column is refused in one line that names ignore_columns."""
+    base = ["dataset=tensors", f"dataset.path={clinics / 'clinics.csv'}", "dataset.labels=outcome", "model=mlp",
+            "rounds=2", "progress=false", "plots=false", "algorithm=fedavg"]
+    with pytest.raises(ConfigError, match=r"^partition=natural makes one client per group of the data, and it has "
+                                          r"one \('all'\); allowed: data with groups \(dataset=tensors: "
+                                          r"dataset.distributions=<column>"):
+        build(make_cfg(base + ["partition=natural", "dataset.ignore_columns=[clinic]"]))
+    with pytest.raises(ConfigError, match=r"feature column 'clinic' is not numeric; allowed: numeric feature columns "
+                                          r"\(leave it out: dataset.ignore_columns=\[clinic\]"):
+        build(make_cfg(base + ["partition=dirichlet", "partition.num_clients=4"]))
+    summary = run(make_cfg(base + ["partition=dirichlet", "partition.num_clients=4", "partition.min_samples=5",
+                                   "dataset.ignore_columns=[clinic]"]), tmp_path / "run")
+    assert summary["num_clients"] == 4 and summary["status"] == "complete"
+    with pytest.raises(ConfigError, match=r"^dataset.ignore_columns names 'site', not a column of "):
+        build(make_cfg(base + ["partition=dirichlet", "dataset.ignore_columns=[site]"]))

@@ -92,3 +92,15 @@ def test_importance_figure_on_a_missing_run_is_one_line(tmp_path):
                            str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert proc.returncode == 1 and len(lines) == 1 and "is no finished run" in lines[0], proc.stderr
+
+
+def test_a_new_key_of_an_open_map_without_its_plus_is_told_to_add_one():
+    """partition=flower's `options` holds the partitioner's own settings, none by default: `partition.options.alpha=0.3`
+    (no +) is not a typo but a new key, and the line says how to add it."""
+    from conftest import CONF, make_cfg
+    from fedcluster.composition import one_line
+    with pytest.raises(Exception) as e:
+        make_cfg(["partition=flower", "partition.options.alpha=0.3"])
+    assert one_line(e.value, CONF) == ("partition.options.alpha is not set yet: partition.options holds no keys; a new "
+                                       "one is added with a plus, +partition.options.alpha=<value>")
+    assert make_cfg(["partition=flower", "+partition.options.alpha=0.3"]).partition.options.alpha == 0.3

@@ -72,11 +72,13 @@ class HuggingFaceSource(TensorSource):
                  task: Annotated[str, OneOf("classification", "regression")] = "classification",
                  test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
                  vocab_size: Annotated[int, AtLeast(1)] = 20000, max_len: Annotated[int, AtLeast(1)] = 64,
+                 standardize: bool = False,
                  seed: Annotated[int, AtLeast(0)] = 0, name: str = "hf"):
         """path: a save_to_disk directory or a parquet/arrow file; split / test_split: a DatasetDict's training
         and test splits (a directory without `test_split`, or a file: test_path's rows, else a seeded
         test_fraction); input: the column the model reads; labels: the label column; distributions: a column
-        of each row's group (null: one distribution); vocab_size, max_len: a text column's word ids."""
+        of each row's group (null: one distribution); vocab_size, max_len: a text column's word ids;
+        standardize: a numeric column's features shifted and scaled by the training rows' mean and std."""
         if path is None:
             raise ConfigError("dataset.path is not set; allowed: a save_to_disk directory or a parquet/arrow file of a "
                               "HuggingFace data set (README: Your own data)")
@@ -94,7 +96,10 @@ class HuggingFaceSource(TensorSource):
         columns = [read(train), None if test is None else read(test)]
         if kind == "text":
             columns = self._tokenized(columns)
-        self._settle(columns[0], columns[1], distributions is not None, test_fraction, False,
+        if standardize and kind != "numeric":
+            raise ConfigError(f"dataset.standardize=true scales numeric features; dataset.input={input} is a {kind} "
+                              "column; allowed: standardize=false for it")
+        self._settle(columns[0], columns[1], distributions is not None, test_fraction, standardize,
                      f"dataset.test_split={test_split}")
         if kind == "image":
             self.decode, self.value_bytes = ImageDecode(), 1   # uint8 until a batch is read (data/samples.py)

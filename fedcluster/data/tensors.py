@@ -25,7 +25,7 @@ FORMATS = (".csv", ".npz", ".pt")
 
 
 def _columns(path: Path, features: str, feature_columns: Optional[List[str]], labels: str,
-             distributions: Optional[str]):
+             distributions: Optional[str], ignore_columns: Optional[List[str]] = None):
     """{name: 1-d or 2-d array} of the file: features (2-d), labels, and the distributions column."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -34,7 +34,12 @@ def _columns(path: Path, features: str, feature_columns: Optional[List[str]], la
         missing = [c for c in (labels, distributions) if c is not None and c not in table.columns]
         if missing:
             raise ConfigError(f"dataset.path={path}: no column {missing[0]!r}; its columns: {list(table.columns)}")
-        rest = [c for c in table.columns if c not in (labels, distributions)]
+        ignored = list(ignore_columns or [])
+        unknown = [c for c in ignored if c not in table.columns]
+        if unknown:
+            raise ConfigError(f"dataset.ignore_columns names {unknown[0]!r}, not a column of {path}; its columns: "
+                              f"{list(table.columns)}")
+        rest = [c for c in table.columns if c not in (labels, distributions) and c not in ignored]
         chosen = rest if feature_columns is None else list(feature_columns)
         unknown = [c for c in chosen if c not in table.columns]
         if unknown:
@@ -43,7 +48,8 @@ def _columns(path: Path, features: str, feature_columns: Optional[List[str]], la
         text = [c for c in chosen if not pd.api.types.is_numeric_dtype(table[c])]
         if text:
             raise ConfigError(f"dataset.path={path}: feature column {text[0]!r} is not numeric; allowed: numeric "
-                              f"feature columns (name the ones to use: dataset.feature_columns=[a,b,...])")
+                              f"feature columns (leave it out: dataset.ignore_columns=[{text[0]}], make it the groups: "
+                              f"dataset.distributions={text[0]}, or name the features: dataset.feature_columns=[a,b,...])")
         out = {"features": table[chosen].to_numpy(np.float32), "labels": table[labels].to_numpy()}
         if distributions is not None:
             out["distributions"] = table[distributions].to_numpy()
@@ -80,13 +86,14 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
 
     def __init__(self, path: Optional[str] = None, test_path: Optional[str] = None, labels: str = "y",
                  features: str = "x", feature_columns: Optional[List[str]] = None,
-                 distributions: Optional[str] = None,
+                 ignore_columns: Optional[List[str]] = None, distributions: Optional[str] = None,
                  task: Annotated[str, OneOf("classification", "regression")] = "classification",
                  test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
                  standardize: bool = False, seed: Annotated[int, AtLeast(0)] = 0, name: str = "tensors"):
         """path: the training (or whole) file; test_path: its test rows (null: `test_fraction` of path's rows);
         labels: the label column (CSV) or array (npz, pt); features: the feature array (npz, pt);
-        feature_columns: a CSV's feature columns (null: every column but the label and distributions ones);
+        feature_columns: a CSV's feature columns (null: every column but the label, distributions and ignored ones);
+        ignore_columns: a CSV's columns that are neither features nor labels (an id, a site used for nothing);
         distributions: a column or array with each sample's group (null: one distribution);
         standardize: each feature shifted and scaled by its mean and std over the training rows (the test
         rows with the same numbers), for tables whose columns have different units."""
@@ -94,7 +101,7 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
             raise ConfigError("dataset.path is not set; allowed: a .csv, .npz or .pt file of your samples "
                               "(README: Your own data)")
         self.name, self.task, self.seed = name, task, seed
-        read = lambda file: self._read(file, labels, features, feature_columns, distributions)
+        read = lambda file: self._read(file, labels, features, feature_columns, distributions, ignore_columns)
         self._settle(read(path), None if test_path is None else read(test_path), distributions is not None,
                      test_fraction, standardize, f"dataset.test_path={test_path}")
 
@@ -127,13 +134,13 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
         self._pools = {split: self._by_distribution(part, y, groups if grouped else None)
                        for split, part, y in (("train", train, y_train), ("test", test, y_test))}
 
-    def _read(self, path: str, labels, features, feature_columns, distributions) -> dict:
+    def _read(self, path: str, labels, features, feature_columns, distributions, ignore_columns=None) -> dict:
         file = Path(path).expanduser()
         if file.suffix.lower() not in FORMATS:
             raise ConfigError(f"dataset.path={path} is not a file fedcluster reads; allowed: {', '.join(FORMATS)}")
         if not file.is_file():
             raise DataNotFoundError(f"dataset.path={path}: no such file")
-        columns = _columns(file, features, feature_columns, labels, distributions)
+        columns = _columns(file, features, feature_columns, labels, distributions, ignore_columns)
         rows = {k: len(v) for k, v in columns.items()}
         if len(set(rows.values())) != 1 or columns["features"].ndim < 2:
             raise ConfigError(f"dataset.path={path}: the arrays' rows differ ({rows}) or the features are not one row "

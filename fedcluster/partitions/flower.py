@@ -11,6 +11,7 @@ split over the clients in proportion to their training samples of that group and
 disjoint), so a client holding 30 % of group 2's training images of class 7 gets 30 % of its test images of
 class 7."""
 import inspect
+from contextlib import contextmanager
 from typing import Annotated, Any, Dict, List, Optional
 
 import numpy as np
@@ -32,6 +33,23 @@ REQUIRED_DEFAULTS = {"dirichlet": {"alpha": 0.5}, "inner_dirichlet": {"alpha": 0
                      "pathological": {"num_classes_per_partition": 2}, "shard": {"num_shards_per_partition": 2}}
 
 
+@contextmanager
+def quiet():
+    """flwr-datasets and HF datasets without their progress bars and resampling warnings: a run's log keeps to
+    fedcluster's lines (a split that fails still raises, in one line)."""
+    import warnings
+    import datasets
+    was = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if was:
+            datasets.enable_progress_bars()
+
+
 def partitioner_class(kind: str):
     try:
         import flwr_datasets.partitioner as module
@@ -47,18 +65,26 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
     def __init__(self, kind: Annotated[str, OneOf(sorted(KINDS))] = "dirichlet",
                  options: Optional[Dict[str, Any]] = None,
                  num_clients: Annotated[int, AtLeast(1)] = 10,
-                 partition_by: Annotated[str, OneOf("label", "group")] = "label",
+                 partition_by: Annotated[str, OneOf("auto", "label", "group")] = "auto",
                  min_samples: Annotated[int, AtLeast(1)] = 1,
                  val_fraction: Annotated[float, Probability] = 0.1, holdout_clients: HoldoutShare = 0.0):
         """kind: the flwr-datasets partitioner; options: its own settings (e.g. {alpha: 0.3} for dirichlet,
         {num_classes_per_partition: 3} for pathological), each checked against its signature, over
         REQUIRED_DEFAULTS for the settings flwr-datasets requires; num_clients, partition_by and the run's seed are given to it by
-        fedcluster. natural_id makes one client per value of `partition_by` (set partition_by=group: one client
-        per distribution), whatever num_clients says. min_samples: a client with fewer training samples is
+        fedcluster. partition_by: the column the partitioner splits by; auto: `group` for natural_id (one client
+        per distribution: a rotation, a domain, a value of dataset=tensors' distributions column, whatever
+        num_clients says), `label` for the others. min_samples: a client with fewer training samples is
         refused, naming it."""
         self.kind, self.options = kind, dict(options or {})
         self.num_clients, self.partition_by, self.min_samples = num_clients, partition_by, min_samples
         self.val_fraction, self.holdout_clients = val_fraction, holdout_clients   # rules declared above
+
+    @property
+    def column(self) -> str:
+        """The column the partitioner splits by (`partition_by`, auto resolved)."""
+        if self.partition_by != "auto":
+            return self.partition_by
+        return "group" if self.kind == "natural_id" else "label"
 
     @property
     def num_true_clusters(self) -> Optional[int]:
@@ -78,7 +104,7 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
                 allowed = sorted(accepted - SET_BY_FEDCLUSTER)
                 raise ConfigError(f"partition.options.{key} is not a setting of {cls.__name__} "
                                   f"(partition.kind={self.kind}) that fedcluster leaves to you; allowed: {allowed}")
-        given = {"num_partitions": self.num_clients, "partition_by": self.partition_by, "seed": seed}
+        given = {"num_partitions": self.num_clients, "partition_by": self.column, "seed": seed}
         options = {**REQUIRED_DEFAULTS.get(self.kind, {}), **self.options}
         if self.kind == "inner_dirichlet" and "partition_sizes" not in options:
             options["partition_sizes"] = [len(p) for p in np.array_split(np.arange(pool_size), self.num_clients)]
@@ -96,18 +122,23 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
         groups = range(len(view.distribution_names))
         labels = [view.labels("train", s).long() if view.task == "classification" else   # a regression's one "class"
                   torch.zeros(len(view.labels("train", s)), dtype=torch.long) for s in groups]
-        table = Dataset.from_dict({"label": torch.cat(labels).numpy(),
-                                   "group": np.concatenate([np.full(len(y), s) for s, y in zip(groups, labels)]),
-                                   "row": np.concatenate([np.arange(len(y)) for y in labels])})
-        part = self.partitioner(int(torch.randint(0, 2 ** 31 - 1, (1,), generator=g)), len(table))   # the run's stream
-        part.dataset = table
+        part = None
         try:
-            count = part.num_partitions
-            rows = [part.load_partition(i) for i in range(count)]
+            with quiet():
+                table = Dataset.from_dict({"label": torch.cat(labels).numpy(),
+                                           "group": np.concatenate([np.full(len(y), s) for s, y in zip(groups, labels)]),
+                                           "row": np.concatenate([np.arange(len(y)) for y in labels])})
+                part = self.partitioner(int(torch.randint(0, 2 ** 31 - 1, (1,), generator=g)), len(table))   # the run's stream
+                part.dataset = table
+                count = part.num_partitions
+                rows = [part.load_partition(i) for i in range(count)]
         except (ValueError, KeyError) as e:
+            if part is None:
+                raise
             raise ConfigError(f"partition.kind={self.kind}: the partitioner could not split the data "
                               f"({str(e).splitlines()[0][:200] if str(e) else type(e).__name__}); allowed: fewer "
-                              "partition.num_clients, or other partition.options") from None
+                              "partition.num_clients, or other partition.options (e.g. a lower "
+                              "+partition.options.min_partition_size, flwr-datasets' 10 for dirichlet)") from None
         train = []
         counts = np.zeros((len(groups), max(view.num_classes, 1), count), dtype=np.int64)
         for k, client in enumerate(rows):

@@ -189,6 +189,8 @@ def require_one_labelled_pool(partition: str, view) -> None:
                           "partition (mix_10_90, mix_30_70, linear, random, clustered)")
     if len(view.distribution_names) != 1:
         raise ConfigError(f"partition={partition} splits one labelled pool by class; the dataset has "
-                          f"{len(view.distribution_names)} distributions ({view.distribution_names}). "
-                          "Use dataset.distributions='[{rotation: 0}]'")
+                          f"{len(view.distribution_names)} distributions ({view.distribution_names[:6]}); allowed: one "
+                          "distribution (an image set: dataset.distributions='[{rotation: 0}]'; a table: no "
+                          "dataset.distributions, its group column left out with dataset.ignore_columns=[<column>]), "
+                          "or a partition that splits by group (partition=natural, partition=flower)")
 

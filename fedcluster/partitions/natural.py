@@ -35,6 +35,10 @@ class NaturalClients(CheckedSettings, group="partition"):   # declared rules che
     def allocate(self, view, g: torch.Generator) -> Allocation:
         """The partition protocol (partitions/allocation.py): client s is distribution s, whole."""
         names = view.distribution_names
+        if len(names) < 2:
+            raise ConfigError(f"partition=natural makes one client per group of the data, and it has one ({names[0]!r}); "
+                              "allowed: data with groups (dataset=tensors: dataset.distributions=<column>; an image set "
+                              "with several distributions), or a partition that splits one pool (e.g. partition=dirichlet)")
         train, test, draws = [], [], {}
         for s, name in enumerate(names):
             n_train, n_test = len(view.labels("train", s)), len(view.labels("test", s))

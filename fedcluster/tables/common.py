@@ -323,6 +323,10 @@ def table_generic(cells, ctx) -> Table:
                 row[f"local {split} {metric} %"] = Stat.pct(values)
             else:
                 row[f"local {split} {metric}"] = Stat.of(values)
+        unseen = [local_metric(s, f"unseen_test_{metric}") for s in rs]
+        if any(v is not None for v in unseen):   # clients held out of training (partition.holdout_clients)
+            row[f"unseen clients test {metric}{' %' if metric in PERCENT_METRICS else ''}"] = \
+                Stat.pct(unseen) if metric in PERCENT_METRICS else Stat.of(unseen)
         row["ARI"] = Stat.of(s.get("ari") for s in rs)
         rows.append(row)
     same = [f"{k}={show(cells[0].value(k))}" for k in CONTEXT_KEYS if k not in ctx.varying and cells]
