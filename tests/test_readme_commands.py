@@ -81,6 +81,14 @@ def test_a_readme_command_composes_and_on_bundled_data_builds(command):
 def test_a_readme_report_command_parses(command):
     """fedcluster-report's options as the README writes them (a placeholder such as <time> stands for
     a folder)."""
-    from fedcluster.report import parser
-    args = parser().parse_args(shlex.split(re.sub(r"<[^>]+>", "x", command))[1:])
+    from fedcluster.report import SUBCOMMANDS, parser
+    argv = shlex.split(re.sub(r"<[^>]+>", "x", command))[1:]
+    if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / reproductions ...: its own parser
+        from importlib import import_module
+        module = import_module(f"fedcluster.report.{argv[0]}")
+        with pytest.raises(SystemExit) as done:
+            module.main(argv[1:] + ["--help"])
+        assert done.value.code == 0
+        return
+    args = parser().parse_args(argv)
     assert args.directory
