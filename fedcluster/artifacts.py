@@ -1,4 +1,5 @@
 """What a finished run leaves in its directory: metrics.csv, assignments.csv, cluster_sizes.csv,
+participation.csv (where the method samples clients),
 the algorithm's own tables (`Algorithm.artifacts`), figures, and summary.json last (its presence
 marks the run finished)."""
 from pathlib import Path
@@ -20,12 +21,17 @@ def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, 
         write_csv(out / "assignments.csv", pd.DataFrame(record.assignments))
     if record.sizes:
         write_csv(out / "cluster_sizes.csv", pd.DataFrame(record.sizes))
+    if record.participation:   # who trained each round, where the method samples clients
+        write_csv(out / "participation.csv", pd.DataFrame(record.participation))
     summary = {"run_id": ids["run_id"],
                **summarize(cfg, fed, frame, pd.DataFrame(record.assignments), engine, hw, wall)}
     # median: robust to the first rounds' warm-up
     summary["train_seconds_per_round"] = float(np.median(record.train_seconds)) if record.train_seconds else None
     if peak_mb is not None:
         summary["peak_gpu_memory_mb"] = peak_mb
+    if record.participation:
+        per_round = pd.DataFrame(record.participation).groupby("round").size()
+        summary["clients_per_round"] = float(per_round.mean())
     if record.sizes:
         final_sizes = [r["size"] for r in record.sizes if r["round"] == cfg.rounds - 1]
         summary["cluster_sizes"] = final_sizes
@@ -43,6 +49,7 @@ def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, 
             write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
     summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
+                                                         "participation.csv",
                                                          *(f"{name}.csv" for name in tables)])
     write_json(out / "summary.json", summary)
     RunRecord.drop_checkpoint(out)

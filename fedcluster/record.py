@@ -49,10 +49,17 @@ class RunRecord:
     metrics: List[dict] = field(default_factory=list)
     assignments: List[dict] = field(default_factory=list)
     sizes: List[dict] = field(default_factory=list)
+    participation: List[dict] = field(default_factory=list)   # {round, client}: who trained, where a method samples
     client_state: Optional[dict] = None   # persistent optimizer state of all clients, when the algorithm keeps it
     next_round: int = 0
     elapsed: float = 0.0                  # seconds spent before the last resume
     train_seconds: List[float] = field(default_factory=list)   # per round, local training only (not checkpointed)
+
+    def note_participation(self, t: int, plan, alg) -> None:
+        """The clients that train in round t, where the method draws them (`client_fraction` < 1 or a
+        `client_dropout`): participation.csv lets a reader check the sample and the dropouts."""
+        if getattr(alg, "client_fraction", 1.0) < 1 or getattr(alg, "client_dropout", 0.0) > 0:
+            self.participation += [{"round": t, "client": int(c)} for c in torch.unique(plan.clients).tolist()]
 
     def client_rows(self, plan, alg, trainer, fed, rows: slice = slice(None)) -> Optional[dict]:
         """The optimizer state of the plan's clients (its rows `rows`) where the algorithm keeps
@@ -84,8 +91,8 @@ class RunRecord:
             return cls()
         alg.load_state_dict(ckpt["algorithm"])
         watch.load_state_dict(ckpt.get("divergence", {}))
-        return cls(ckpt["metrics"], ckpt["assignments"], ckpt["cluster_sizes"], ckpt["client_state"],
-                   ckpt["next_round"], ckpt["elapsed"])
+        return cls(ckpt["metrics"], ckpt["assignments"], ckpt["cluster_sizes"], ckpt.get("participation", []),
+                   ckpt["client_state"], ckpt["next_round"], ckpt["elapsed"])
 
     def save(self, out: Path, fingerprint: str, alg, watch, next_round: int, elapsed: float, ids: dict) -> None:
         """Checkpoint after round next_round - 1 (the one before becomes checkpoint.prev.pt), and
@@ -93,7 +100,8 @@ class RunRecord:
         payload = torch_bytes({"fingerprint": fingerprint, "next_round": next_round,
                                "algorithm": alg.state_dict(), "client_state": self.client_state,
                                "metrics": self.metrics, "assignments": self.assignments,
-                               "cluster_sizes": self.sizes, "divergence": watch.state_dict(),
+                               "cluster_sizes": self.sizes, "participation": self.participation,
+                               "divergence": watch.state_dict(),
                                "elapsed": elapsed})
         data = pack_checkpoint(payload, fingerprint, next_round)
         if (out / CHECKPOINT).exists():

@@ -132,6 +132,7 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             if evaluated and cfg.eval_round_start_train:
                 record.metrics += round_start_rows(t, alg, fed)
             plan = alg.plan(t, fed)
+            record.note_participation(t, plan, alg)
             tick = time.perf_counter()
             try:
                 train_round(t, plan, alg, trainer, fed, engine, cfg.seed, chunk, record, watch)

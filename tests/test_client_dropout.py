@@ -61,3 +61,39 @@ def test_a_method_that_samples_no_clients_refuses_a_dropout_in_one_line(tmp_path
         assert said in lines[0]
         assert not given.startswith("algorithm.") or "client_fraction" not in lines[0]   # it samples no clients
         assert not out.exists()
+
+
+def test_participation_csv_records_who_trained_each_round_and_a_resumed_run_keeps_it(tmp_path, small_cfg, monkeypatch):
+    """Where a method samples clients, participation.csv lists each round's clients that reported: a subset of that
+    round's seeded sample (fed.sample_clients without dropouts), sealed in summary.json, with its mean count; a run
+    killed in round 3 and resumed from its checkpoint writes the same file, byte for byte. A run that trains every
+    client every round writes none."""
+    import fedcluster.runner as runner
+    from fedcluster.algorithms.federation import Federation
+    overrides = ("algorithm.client_dropout=0.4", "algorithm.client_fraction=0.5", "checkpoint_every=1")
+    summary = run(small_cfg(*overrides, algorithm="ifca"), tmp_path / "straight")
+    table = pd.read_csv(tmp_path / "straight" / "participation.csv")
+    fed = Federation.__new__(Federation)
+    fed.seed, fed.device = 0, torch.device("cpu")
+    fed.data = type("D", (), {"num_clients": summary["num_clients"]})()
+    for t, rows in table.groupby("round"):
+        sampled = set(fed.sample_clients(0.5, int(t)).tolist())
+        assert set(rows["client"]) <= sampled and set(rows["client"]) == set(fed.sample_clients(0.5, int(t), 0.4).tolist())
+    assert sorted(table["round"].unique()) == list(range(summary["rounds"]))
+    assert summary["clients_per_round"] == pytest.approx(table.groupby("round").size().mean())
+    assert "participation.csv" in summary["integrity"]["files"]
+    original = runner.client_chunks
+
+    def dies_in_round_3(t, *args, **kwargs):
+        if t == 2:
+            raise KeyboardInterrupt
+        return original(t, *args, **kwargs)
+    monkeypatch.setattr(runner, "client_chunks", dies_in_round_3)
+    with pytest.raises(Exception):
+        run(small_cfg(*overrides, algorithm="ifca"), tmp_path / "resumed")
+    monkeypatch.setattr(runner, "client_chunks", original)
+    run(small_cfg(*overrides, algorithm="ifca"), tmp_path / "resumed")
+    for name in ("participation.csv", "metrics.csv"):
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "straight" / name).read_bytes()
+    run(small_cfg(algorithm="ifca"), tmp_path / "everyone")
+    assert not (tmp_path / "everyone" / "participation.csv").exists()
