@@ -46,19 +46,14 @@ UNSEEN_TEST = "unseen_test"
 def newcomer_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
     """The held-out clients (partition.holdout_clients), each with the model the method's own rule picks from
     its training data (`Algorithm.newcomer_models`), scored on its test split: eval_set `unseen_test`, model
-    `local`, model_index its position among the held-out clients (summary.json's `holdout_clients` gives
+    `local`, model_index its position among the held-out clients (summary.json's `unseen_clients` gives
     their partition ids)."""
     if fed.newcomers is None:
         return []
     view = fed.newcomer_view()
-    split, task, C = view.data.local_test, view.data.task, view.data.num_classes
+    split = view.data.local_test
     out = outputs_paired(view.model, alg.newcomer_models(fed, view), split.x, split.n, view.batched_forward)
-    has = split.n > 0
-    index = torch.nonzero(has).squeeze(1).tolist()
-    return [{"round": t, "model": "local", "model_index": int(i), "eval_set": UNSEEN_TEST, "metric": metric,
-             "value": float(v)}
-            for metric, values in model_metrics(task, out[has], split.y[has], split.mask[has], C).items()
-            for i, v in zip(index, values.tolist())]
+    return split_rows(t, view, UNSEEN_TEST, split, {"local": out})
 
 
 ROUND_START_TRAIN = "round_start_train"
@@ -80,10 +75,15 @@ def round_start_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
 def score_split(t: int, alg: Algorithm, fed: Federation, eval_set: str, split) -> List[dict]:
     """Metric rows of every local predictor of `alg` on one per-client split (clients without samples
     in it have no score)."""
+    return split_rows(t, fed, eval_set, split, alg.predictors(fed, split))
+
+
+def split_rows(t: int, fed: Federation, eval_set: str, split, predictors: dict) -> List[dict]:
+    """Metric rows of each predictor's outputs ({model: [N, Nmax, ...]}) on a per-client split."""
     task, C, rows = fed.data.task, fed.data.num_classes, []
     has = split.n > 0
     index = torch.nonzero(has).squeeze(1).tolist()
-    for model, out in alg.predictors(fed, split).items():
+    for model, out in predictors.items():
         for metric, values in model_metrics(task, out[has], split.y[has], split.mask[has], C).items():
             for i, v in zip(index, values.tolist()):
                 rows.append({"round": t, "model": model, "model_index": int(i), "eval_set": eval_set,

@@ -53,5 +53,6 @@ def hold_out_clients(data: FederatedData, share: float, seed: int) -> HeldOut:
     if m == 0:
         return HeldOut(data, None, [])
     unseen = sorted(torch.randperm(N, generator=generator(seed, "holdout"))[:m].tolist())
-    seen = [k for k in range(N) if k not in set(unseen)]
+    held = set(unseen)
+    seen = [k for k in range(N) if k not in held]
     return HeldOut(subset(data, seen), subset(data, unseen), unseen)
