@@ -61,7 +61,7 @@ def test_ifca_assigns_min_mean_loss():
     class Fed(_Fed):
         def mean_train_losses(self, models):
             return torch.tensor([[3.0, 1.0], [0.5, 2.0]])
-        def sample_clients(self, fraction, t):
+        def sample_clients(self, fraction, t, dropout=0.0):
             return torch.arange(2)
     alg = IFCA(num_clusters=2)
     alg.centers = {"w": torch.tensor([[10.0], [20.0]])}
@@ -79,7 +79,7 @@ def test_fedavg_weighted_average_and_fedprox_coefficients():
     prox = FedProx(mu=0.5)
     prox.global_model = {"w": torch.zeros(1, 2)}
     class Fed(_Fed):
-        def sample_clients(self, fraction, t):
+        def sample_clients(self, fraction, t, dropout=0.0):
             return torch.arange(3)
     plan = prox.plan(0, Fed([1, 1, 1]))
     assert plan.term(Proximal).coeffs.shape == (3, 1) and torch.all(plan.term(Proximal).coeffs == 0.5)

@@ -115,7 +115,7 @@ class _LossFed:
         from fedcluster.rng import generator
         return generator(self.seed, purpose, *keys)
 
-    def sample_clients(self, fraction, t):
+    def sample_clients(self, fraction, t, dropout=0.0):
         return torch.arange(self.num_clients)
 
 

@@ -22,7 +22,12 @@ from fedcluster.tables import TABLES
 
 from conftest import CONF
 
-PRESETS = sorted(str(p.relative_to(CONF / "preset").with_suffix("")) for p in (CONF / "preset").rglob("*.yaml"))
+# The paper tables' presets. The leaderboard's (preset/leaderboard/) are a grid of every method on every setting
+# under one protocol: they extend a CLoVE preset and file their runs under its table, whose rows the report fills
+# with the methods and partitions that table holds, the others going to the generic table of runs
+# (tests/test_leaderboard.py checks their jobs).
+PRESETS = sorted(str(p.relative_to(CONF / "preset").with_suffix("")) for p in (CONF / "preset").rglob("*.yaml")
+                 if p.parent.name != "leaderboard")
 
 TABLE1 = ["+preset=fedsoft/table1_synthetic", "hydra.mode=RUN", "partition=linear", "partition.num_clients=10",
           "partition.min_samples=20", "partition.max_samples=30", "train.epochs=1", "rounds=2", "dataset.test_size=100",
