@@ -49,7 +49,8 @@ def test_a_dropout_changes_the_run_and_zero_is_the_run_without_the_key(tmp_path,
     assert config_fingerprint({**config, "algorithm": {"name": "ifca", "client_dropout": 0.1}}) != config_fingerprint(config)
 
 
-@pytest.mark.parametrize("algorithm", ["local", "fedsoft"])
+@pytest.mark.parametrize("algorithm", ["local", pytest.param("fedsoft", marks=pytest.mark.slow)])   # a second
+# method without client sampling: the same refusal, two more CLI processes (12 s), out of CI's 15 minutes
 def test_a_method_that_samples_no_clients_refuses_a_dropout_in_one_line(tmp_path, algorithm):
     out = tmp_path / "run"
     for given, said in (("algorithm.client_dropout=0.1", "algorithm.client_dropout is not a setting; allowed at algorithm:"),

@@ -46,7 +46,8 @@ def reported_seeds(sweep_dir):
     return sorted(load_runs(sweep_dir)["seed"].unique())
 
 
-@pytest.mark.parametrize("launcher", ["parallel", "submitit_local"])
+@pytest.mark.parametrize("launcher", ["parallel", pytest.param("submitit_local", marks=pytest.mark.slow)])   # submitit:
+# its preemption test below runs in CI; this one's second launcher (31 s) is kept out of CI's 15 minutes
 def test_a_launchers_sweep_stays_in_its_announced_directory_reports_and_resumes(tmp_path, launcher):
     """Jobs in other processes resolve the default sweep directory to the one the sweep announced
     (not to one with their own process's suffix); a job that cannot be composed is reported and

@@ -51,6 +51,10 @@ def peak_bytes(tmp_path, algorithm, clients) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
+# slow: out of CI's 15 minutes, and its peak-RSS reading is only sound on a quiet machine (beside the other
+# worker's memory benchmark it read no growth at all, 2026-11-28); benchmarks/memory_benchmark.py --smoke, which
+# CI runs, measures the same per-row memory side by side
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm, rows_per_client", [("fedavg", 1), ("fesem_cam", 2)])
 def test_memory_per_trained_row_stays_above_what_the_check_counts(tmp_path, algorithm, rows_per_client):
     """Peak resident memory at 4 and 16 clients (an MLP of 1,076,010 parameters, so the models
