@@ -38,9 +38,10 @@ def test_every_job_composes_and_the_small_protocol_builds(tmp_path):
         setting = tuple(x for x in shape if not x.startswith("algorithm"))
         first.setdefault(("method", method), args)
         first.setdefault(("setting", setting), args)
+    for preset in PRESETS:
+        make_cfg([f"+preset={preset}"])   # what the CLI composes at launch (the preset alone)
     for args in {id(a): a for a in first.values()}.values():
-        make_cfg(args[:1])   # what the CLI composes at launch (the preset alone)
-        make_cfg(args)       # the job
+        make_cfg(args)                     # the job
     for dataset in ("digits", "mnist_subset"):     # data bundled with pip packages: build the model on it
         args = next(a for s, a in shapes.items() if f"dataset={dataset}" in s and "algorithm=fedavg" in s)
         build(make_cfg(args))
