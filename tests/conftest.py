@@ -83,3 +83,9 @@ def die_in_round(monkeypatch, cls, at_round: int, error: Exception):
         for name, original in originals.items():
             monkeypatch.setattr(cls, name, original)
     return undo
+
+
+# Options that are another option's class with other settings (cfl_calibrated: CFL; fedem_top: FedEM; fedsoft_cifar,
+# fedsoft_letters: FedSoft; fedprox_plus: fedavg_plus's ensemble of FedProx): the same code resumes, packs and scores them,
+# so the every-algorithm tests keep them out of CI's 15 minutes (`pytest -m slow` runs them)
+SAME_CLASS_AS_ANOTHER = ("cfl_calibrated", "fedem_top", "fedsoft_cifar", "fedsoft_letters", "fedprox_plus")

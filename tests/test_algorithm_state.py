@@ -10,7 +10,7 @@ from fedcluster.assemble import build
 from fedcluster.engine.clients import run_clients
 from fedcluster.record import RunRecord
 
-from conftest import CONF, make_cfg
+from conftest import CONF, make_cfg, SAME_CLASS_AS_ANOTHER
 from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture
 
 ALGORITHMS = sorted(f.stem for f in (CONF / "algorithm").glob("*.yaml"))
@@ -59,7 +59,8 @@ def _snapshot(alg):
     return out
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", [pytest.param(a, marks=pytest.mark.slow) if a in SAME_CLASS_AS_ANOTHER else a
+                                       for a in ALGORITHMS])   # one option per class in CI (test_resume_every_algorithm)
 def test_what_changes_between_rounds_is_declared_state(algorithm, data_root):
     cfg = shrink(make_cfg(CONTEXT["algorithm"] + [f"algorithm={algorithm}"]), data_root)
     _, fed, alg, trainer = build(cfg)

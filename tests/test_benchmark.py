@@ -48,6 +48,7 @@ def test_every_workload_runs_in_its_smoke_form_beside_the_reference(fake_root):
     assert "preset cam/table1" in titles["c"] and "K=10" in titles["c"]
 
 
+@pytest.mark.slow   # 17 s, a second smoke run of the benchmark with one workload broken: out of CI's 15 minutes
 def test_a_broken_workload_fails_and_names_itself_and_the_others_get_loaded_figures_beside_the_quiet_ones(fake_root):
     """label_skew2 has 5 clusters of 5 clients: K=4 cannot divide them (the way (b) once broke).
     One invocation checks both paths (a fresh process per measurement costs seconds): (b) fails by

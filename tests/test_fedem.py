@@ -100,6 +100,7 @@ def test_fedem_engines_agree(tmp_path):
     assert out[0]["local"] == pytest.approx(out[1]["local"], rel=1e-4, abs=1e-6)
 
 
+@pytest.mark.slow   # 18 s: out of CI's 15 minutes (test_every_option runs the preset, test_report its table)
 def test_fedsoft_table2_preset_and_report_on_fake_fmnist(tmp_path):
     """The FMNIST Table 2 preset runs for all four methods; the report shows c*(d) with the
     center index, w-bar on held-out and on training data, and the paper's letters numbers."""

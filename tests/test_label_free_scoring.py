@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 import torch
 
-from conftest import CONF, make_cfg
+from conftest import CONF, make_cfg, SAME_CLASS_AS_ANOTHER
 from fakedata import write_mnist_like
 from fedcluster.assemble import build, choose_engine
 from fedcluster.engine.clients import run_clients
@@ -62,7 +62,8 @@ def changed_predictors(alg, fed, relabelled) -> list:
     return [name for name in before if not torch.equal(before[name][mask], after[name][mask])]
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", [pytest.param(a, marks=pytest.mark.slow) if a in SAME_CLASS_AS_ANOTHER else a
+                                       for a in ALGORITHMS])   # one option per class in CI (test_resume_every_algorithm)
 def test_test_labels_cannot_change_which_model_scores_a_client(algorithm, data_root):
     overrides = CONTEXT["algorithm"] + [f"algorithm={algorithm}"]
     alg, fed = trained(overrides, data_root)

@@ -7,7 +7,7 @@ import pytest
 import fedcluster.runner as runner
 from fedcluster.runner import run
 
-from conftest import CONF, make_cfg
+from conftest import CONF, SAME_CLASS_AS_ANOTHER, make_cfg
 from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture
 from test_chunked_rounds import chunked_metrics_match
 
@@ -24,10 +24,6 @@ def resume_config(algorithm, root):
     return cfg
 
 
-# Options that are another option's class with other settings (cfl_calibrated: CFL; fedem_top: FedEM; fedsoft_cifar,
-# fedsoft_letters: FedSoft; fedprox_plus: fedavg_plus's ensemble of FedProx): the same code resumes/packs them, so
-# they are kept out of CI's 15 minutes (`pytest -m slow` runs them)
-SAME_CLASS_AS_ANOTHER = ("cfl_calibrated", "fedem_top", "fedsoft_cifar", "fedsoft_letters", "fedprox_plus")
 
 
 @pytest.mark.parametrize("algorithm", [pytest.param(a, marks=pytest.mark.slow) if a in SAME_CLASS_AS_ANOTHER else a
