@@ -401,7 +401,8 @@ def write_plan(root: Path) -> Path:
     return path
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This subcommand's command line (also what tests read the README's commands with)."""
     p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sweep", type=Path)
     p.add_argument("--out", type=Path, default=None, help="default: SWEEP/leaderboard.md")
@@ -413,10 +414,21 @@ def main(argv=None) -> int:
                    help="only print each job's `fedcluster` arguments, one job per line, into SWEEP (for a queue "
                         "that runs single jobs side by side within a time limit, scripts/run_queue.sh)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="with --list: added to every job (e.g. hardware=cuda)")
+    return p
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """The arguments, overrides allowed only with --list (one line otherwise, argparse's exit 2)."""
+    p = parser()
     a = p.parse_intermixed_args(argv)
     bad = next((o for o in a.overrides if "=" not in o or o.startswith("-")), None)
     if bad is not None or (a.overrides and not a.list):
         p.error(f"argument {bad or a.overrides[0]!r}: overrides (key=value) go with --list only")
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse(argv)
     if a.list:
         try:
             for job in planned_jobs():

@@ -126,11 +126,20 @@ def render(entries: list) -> str:
     return "\n".join(out)
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This subcommand's command line (also what tests read the README's commands with)."""
     p = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true",
                    help="exit 1 if docs/reproductions.md differs from a fresh one (2: the registry is malformed)")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse(argv=None) -> argparse.Namespace:
+    return parser().parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
     if not REGISTRY.is_file():
         print(f"{COMMAND}: no {REGISTRY} here; run it in the repository's root", file=sys.stderr)
         return 2
