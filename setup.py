@@ -1,5 +1,5 @@
 """conf/ stays at the repository top level and ships inside the package as fedcluster/conf, so a
-wheel or `pip install .` finds its configs from any directory (fedcluster.cli.config_dir). The rest
+wheel or `pip install .` finds its configs from any directory (fedcluster.command.cli.config_dir). The rest
 of the build is declared in pyproject.toml."""
 import shutil
 from pathlib import Path

@@ -89,7 +89,7 @@ def overrides(key: str, smoke: bool = False, extra=()) -> list:
 def compose(overrides):
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from fedcluster.config import register_schemas
+    from fedcluster.config.store import register_schemas
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):

@@ -55,7 +55,7 @@ def overrides(method: str, clients: int, steps: int, extra=()) -> list:
 def compose(over):
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from fedcluster.config import register_schemas
+    from fedcluster.config.store import register_schemas
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

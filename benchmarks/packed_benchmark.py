@@ -83,7 +83,7 @@ def reference_run(base) -> float:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from fedcluster.assemble import build
-    from fedcluster.config import register_schemas
+    from fedcluster.config.store import register_schemas
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

@@ -1,4 +1,4 @@
 """`python -m fedcluster ...` is the `fedcluster` command."""
-from .entry import main
+from .command.entry import main
 
 main()

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .integrity import seal_summary
-from .io import write_csv, write_json
-from .record import METRICS_FILE, RunRecord, metrics_table
-from .summary import summarize
+from .lifecycle.integrity import seal_summary
+from .lifecycle.io import write_csv, write_json
+from .lifecycle.record import METRICS_FILE, RunRecord, metrics_table
+from .lifecycle.summary import summarize
 
 
 def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, wall: float, ids: dict,

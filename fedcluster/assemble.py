@@ -20,7 +20,7 @@ from .engine.precision import autocast, full_precision
 from .errors import ConfigError
 from .metrics import model_metrics
 from .protocols import check_built
-from .identity import flatten
+from .lifecycle.identity import flatten
 
 ENGINES = ("auto", "batched", "looped", "sequential")
 

@@ -50,7 +50,7 @@ class PackedLauncher:
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int):
         from hydra.core.utils import JobReturn, JobStatus, setup_globals
-        from .cli import run_job
+        from .command.cli import run_job
         from .packed import run_packed
         setup_globals()
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)

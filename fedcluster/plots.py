@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from .io import save_figure  # noqa: E402
+from .lifecycle.io import save_figure  # noqa: E402
 from .pairing import center_pairing  # noqa: E402
 
 DPI = 200

@@ -16,28 +16,28 @@ from omegaconf import DictConfig, OmegaConf
 
 from .artifacts import write_results
 from .assemble import build, choose_engine
-from .provenance import source_revision
-from .divergence import DivergenceWatch
+from .lifecycle.provenance import source_revision
+from .lifecycle.divergence import DivergenceWatch
 from .data.budget import rows_per_chunk
 from .engine.allocator import keep_freed_memory
 from .engine.clients import client_chunks, concat_results
 from .engine.records import LocalResult
 from .models.stacked import all_finite
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .identity import accepted_fingerprints, config_fingerprint
-from .integrity import seal_summary
-from .composition import check_declared
+from .lifecycle.identity import accepted_fingerprints, config_fingerprint
+from .lifecycle.integrity import seal_summary
+from .config.composition import check_declared
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate, round_start_rows
-from .io import write_csv, write_json, write_text
+from .lifecycle.io import write_csv, write_json, write_text
 from .loggers import make_loggers
 from .metrics import key_metric
-from .record import METRICS_FILE, RunRecord, metrics_table, run_ids
+from .lifecycle.record import METRICS_FILE, RunRecord, metrics_table, run_ids
 from . import signals
-from .rundir import claim, drop_set_aside, remove_stale_temp_files, restore_set_aside, set_aside_results
+from .lifecycle.rundir import claim, drop_set_aside, remove_stale_temp_files, restore_set_aside, set_aside_results
 from .signals import deferred
-from .runlog import close_run_log, open_run_log
-from .summary import diverged_summary
-from .validate import validate
+from .lifecycle.runlog import close_run_log, open_run_log
+from .lifecycle.summary import diverged_summary
+from .config.validate import validate
 
 
 def requested_config(cfg: DictConfig) -> dict:

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fedcluster.integrity import finished_run_problem  # noqa: E402
-from fedcluster.rundir import plain_name  # noqa: E402
+from fedcluster.lifecycle.integrity import finished_run_problem  # noqa: E402
+from fedcluster.lifecycle.rundir import plain_name  # noqa: E402
 from fedcluster.results.runs import CONFIG_FILE, SUMMARY_FILE, discover  # noqa: E402
 
 OVERRIDES = Path(".hydra") / "overrides.yaml"

@@ -33,7 +33,7 @@ echo "== 2. benchmark (cuda)"
 FEDCLUSTER_DATA_ROOT="$OUT/data" "$PY" benchmarks/benchmark.py --device cuda --json --rounds 4 | tee "$OUT/benchmark_cuda.jsonl"
 echo "== 3. paper-protocol job: Fed-CAM IFCA-CAM, FMNIST, 200 clients, cluster-wise Dirichlet, K=10, 100 rounds"
 start=$(date +%s)
-"$PY" -m fedcluster.cli +preset=cam/table1 hydra.mode=RUN hardware=cuda dataset.root="$OUT/data" \
+"$PY" -m fedcluster.command.cli +preset=cam/table1 hydra.mode=RUN hardware=cuda dataset.root="$OUT/data" \
   partition=cluster_dirichlet num_clusters=10 algorithm=ifca_cam seed=0 rounds=100 \
   hydra.run.dir="$OUT/cam_ifca_cam_fmnist_k10_s0_$(date +%s)"
 echo "paper job wall time: $(( $(date +%s) - start )) s"

@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedcluster.assemble import build_data, make   # noqa: E402
-from fedcluster.config import compose_config       # noqa: E402
-from fedcluster.io import write_text                # noqa: E402
+from fedcluster.config.store import compose_config       # noqa: E402
+from fedcluster.lifecycle.io import write_text                # noqa: E402
 
 
 def skew(overrides, seed: int) -> dict:

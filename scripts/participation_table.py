@@ -19,7 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fedcluster.io import write_text  # noqa: E402
+from fedcluster.lifecycle.io import write_text  # noqa: E402
 from fedcluster.results.compare import difference, mean_interval  # noqa: E402
 
 

@@ -4,7 +4,7 @@ have no finished run yet, in the queue's order, each once.
 Why: a sweep skips a job whose folder holds its finished run, but some finished runs survive only as rows of a
 committed per-run CSV (their folders were lost with a working machine; docs/results/paper_protocol/
 cam_fmnist_table1.md), and a GPU session's minutes should not redo them. A job's folder name is the one Hydra
-gives it in a sweep (its result-changing overrides, fedcluster/identity.py NAME_EXCLUDED_KEYS left out, sorted),
+gives it in a sweep (its result-changing overrides, fedcluster/lifecycle/identity.py NAME_EXCLUDED_KEYS left out, sorted),
 so it is compared with a CSV's `run_dir` column and with the run folders (those holding summary.json) under
 each DIR given. The name leaves the preset out, so a queue and its --done runs must be of the same presets
 (a queue whose lines of two presets share a name is refused). Concatenating lists (core rows first, then all
@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hydra._internal.config_loader_impl import get_overrides_dirname          # noqa: E402
 from hydra.core.override_parser.overrides_parser import OverridesParser      # noqa: E402
 
-from fedcluster.config import sweep_job_dirname                               # noqa: E402
-from fedcluster.identity import NAME_EXCLUDED_KEYS                           # noqa: E402
+from fedcluster.config.store import sweep_job_dirname                               # noqa: E402
+from fedcluster.lifecycle.identity import NAME_EXCLUDED_KEYS                           # noqa: E402
 
 SWEPT = "hydra.sweeper.params."
 

@@ -33,7 +33,7 @@ mkdir -p "$runs"
 echo "run_queue.sh: $(wc -l < "$queue") jobs, $parallel at a time, for at most $seconds s"
 start=$(date +%s)
 # timeout stops the whole process group (xargs and every job) at the limit
-OMP_NUM_THREADS=1 timeout "$seconds" xargs -P "$parallel" -L 1 "$PY" -m fedcluster.cli < "$queue"
+OMP_NUM_THREADS=1 timeout "$seconds" xargs -P "$parallel" -L 1 "$PY" -m fedcluster.command.cli < "$queue"
 status=$?
 echo "run_queue.sh: queue stopped after $(( $(date +%s) - start )) s (exit $status; 124: the time limit)"
 finished=()

@@ -11,7 +11,7 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "OMP_NUM_THREADS" not in os.e
 
 import pytest  # noqa: E402
 
-from fedcluster.config import compose_config  # noqa: E402
+from fedcluster.config.store import compose_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"

@@ -8,7 +8,7 @@ import torch
 
 from fedcluster.assemble import build
 from fedcluster.engine.clients import run_clients
-from fedcluster.record import RunRecord
+from fedcluster.lifecycle.record import RunRecord
 
 from conftest import CONF, make_cfg, SAME_CLASS_AS_ANOTHER
 from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture

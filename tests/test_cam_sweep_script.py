@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, make_cfg
-from fedcluster.identity import NAME_EXCLUDED_KEYS
+from fedcluster.lifecycle.identity import NAME_EXCLUDED_KEYS
 from sweepjobs import job_overrides, recorded_jobs
 
 

@@ -27,7 +27,7 @@ def test_the_queue_runs_every_job_once_per_client_first_and_passes_the_overrides
     assert proc.returncode == 0, proc.stderr
     queue = (runs / "queue.txt").read_text().splitlines()
     ran = calls.read_text().splitlines()          # side by side: in any order, each queued job once
-    assert len(queue) == 84 + 78 + 4 * 3 * 5 and sorted(ran) == sorted(f"-m fedcluster.cli {j}" for j in queue)
+    assert len(queue) == 84 + 78 + 4 * 3 * 5 and sorted(ran) == sorted(f"-m fedcluster.command.cli {j}" for j in queue)
     jobs = queue
     assert len(set(jobs)) == len(jobs) and all("hardware=cuda" in j for j in jobs)
     sweep_dir = [next(a for a in j.split() if a.startswith("hydra.sweep.dir=")) for j in jobs]

@@ -3,7 +3,7 @@ import pytest
 from hydra.errors import ConfigCompositionException, InstantiationException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from fedcluster.cli import user_error
+from fedcluster.command.cli import user_error
 from fedcluster.errors import ConfigError
 from fedcluster.runner import run
 

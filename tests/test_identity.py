@@ -1,12 +1,12 @@
-"""One declaration of a run's identity (fedcluster/identity.py) read by the fingerprint, the run
+"""One declaration of a run's identity (fedcluster/lifecycle/identity.py) read by the fingerprint, the run
 directory's check and Hydra's sweep directory names."""
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from conftest import CONF
-from fedcluster.config import register_resolvers
-from fedcluster.config import register_schemas
-from fedcluster.identity import NAME_EXCLUDED_KEYS, VOLATILE_KEYS, config_fingerprint
+from fedcluster.config.store import register_resolvers
+from fedcluster.config.store import register_schemas
+from fedcluster.lifecycle.identity import NAME_EXCLUDED_KEYS, VOLATILE_KEYS, config_fingerprint
 
 
 def test_sweep_directory_names_leave_out_exactly_the_volatile_keys():
@@ -34,7 +34,7 @@ def test_a_retired_top_level_key_keeps_earlier_runs_identity_and_their_seals():
     seals written then are accepted; another warm-up is not."""
     import hashlib
     import json
-    from fedcluster.identity import accepted_fingerprints, comparable, config_fingerprint
+    from fedcluster.lifecycle.identity import accepted_fingerprints, comparable, config_fingerprint
     digest = lambda c: hashlib.sha256(json.dumps(c, sort_keys=True).encode()).hexdigest()[:16]   # the old seal
     for old, now in (({"seed": 0, "warmup_rounds": 30, "algorithm": {"name": "fedavg"}},
                       {"seed": 0, "algorithm": {"name": "fedavg"}}),

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from fedcluster.cli import user_error
+from fedcluster.command.cli import user_error
 from fedcluster.errors import ConfigError, DataFileError
 from fedcluster.runner import run
-from fedcluster.validate import validate
+from fedcluster.config.validate import validate
 
 from conftest import ROOT, make_cfg
 from fakedata import write_cifar10, write_idx, write_mnist_like
@@ -303,7 +303,7 @@ def test_a_warm_up_that_covers_every_round_is_refused(tmp_path, overrides):
 
 
 def test_a_warm_up_shorter_than_the_run_and_fesem_cam_s_own_start_up_are_accepted(tmp_path):
-    from fedcluster.validate import validate
+    from fedcluster.config.validate import validate
     validate(make_cfg(BASE + ["algorithm=ifca_cam", "rounds=5", "algorithm.warmup_rounds=4"]))
     validate(make_cfg(BASE + ["algorithm=ifca_cam", "rounds=20"]))   # its default, 30 % of the rounds: 6
     validate(make_cfg(BASE + ["algorithm=fesem_cam", "rounds=1"]))   # its warm-up is its base's start-up

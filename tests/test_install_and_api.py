@@ -64,7 +64,7 @@ def test_built_wheel_runs_from_any_directory(tmp_path):
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
     env.pop("FEDCLUSTER_CONF", None)
-    probe = subprocess.run([sys.executable, "-c", "import fedcluster.cli as c; print(c.__file__, c.config_dir())"],
+    probe = subprocess.run([sys.executable, "-c", "import fedcluster.command.cli as c; print(c.__file__, c.config_dir())"],
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout
     assert probe.startswith(str(site)) and str(site / "fedcluster" / "conf") in probe
     done = subprocess.run([sys.executable, "-m", "fedcluster", *TINY, "hydra.run.dir=run"], cwd=work, env=env,

@@ -42,7 +42,7 @@ def closing_line(stderr, where, finished, skipped, failed):
 
 
 def reported_seeds(sweep_dir):
-    from fedcluster.api import load_runs
+    from fedcluster.command.api import load_runs
     return sorted(load_runs(sweep_dir)["seed"].unique())
 
 

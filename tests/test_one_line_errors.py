@@ -37,7 +37,7 @@ def test_report_out_that_is_a_file_is_refused(tmp_path):
 
 def test_a_launcher_without_its_plugin_names_the_extra_to_install():
     from hydra.errors import MissingConfigException
-    from fedcluster.composition import one_line
+    from fedcluster.config.composition import one_line
     for name, extra in [("joblib", "joblib"), ("submitit_slurm", "slurm"), ("ray", "ray")]:
         e = MissingConfigException(f"In 'hydra/launcher/x': Could not find 'hydra/launcher/{name}'\n\nAvailable "
                                    "options in 'hydra/launcher':\n\tbasic", f"hydra/launcher/{name}")
@@ -98,7 +98,7 @@ def test_a_new_key_of_an_open_map_without_its_plus_is_told_to_add_one():
     """partition=flower's `options` holds the partitioner's own settings, none by default: `partition.options.alpha=0.3`
     (no +) is not a typo but a new key, and the line says how to add it."""
     from conftest import CONF, make_cfg
-    from fedcluster.composition import one_line
+    from fedcluster.config.composition import one_line
     with pytest.raises(Exception) as e:
         make_cfg(["partition=flower", "partition.options.alpha=0.3"])
     assert one_line(e.value, CONF) == ("partition.options.alpha is not set yet: partition.options holds no keys; a new "

@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 import fedcluster
-from fedcluster.config import register_schemas
+from fedcluster.config.store import register_schemas
 from fedcluster.report import build_report
 from fedcluster.report.preset_data import data_mismatches
 from fedcluster.results.runs import Run, identity_keys

@@ -14,7 +14,7 @@ import pytest
 import fedcluster.algorithms as algorithms_pkg
 from fedcluster.algorithms.base import Algorithm
 from fedcluster.errors import ConfigError
-from fedcluster.schema import parameters
+from fedcluster.config.schema import parameters
 from fedcluster.settings import Between, OneOf, unwrap
 
 for _m in pkgutil.iter_modules(algorithms_pkg.__path__):
@@ -70,7 +70,7 @@ def bad_value(rule, annotation):
     return None
 
 
-from fedcluster.config import OPTIONS   # noqa: E402
+from fedcluster.config.store import OPTIONS   # noqa: E402
 DATASETS = sorted(OPTIONS["dataset"], key=lambda c: c.__name__)
 # what a data source cannot be built without; building it reads its files, so only refusals are built here
 DATASET_REQUIRED = {"ImageSource": {"name": "fashion_mnist", "distributions": [{"rotation": 0}]},
@@ -144,7 +144,7 @@ def test_no_constructor_repeats_a_single_values_check(package, classes):
 def test_the_python_api_and_the_cli_word_a_refusal_alike(tmp_path):
     from conftest import make_cfg
     from fedcluster.algorithms.fedsoft import FedSoft
-    from fedcluster.validate import validate
+    from fedcluster.config.validate import validate
     with pytest.raises(ConfigError) as built:
         FedSoft(tau=0)
     with pytest.raises(ConfigError) as composed:
@@ -170,7 +170,7 @@ def test_a_rule_over_two_settings_is_declared_once_and_checked_alike_from_a_conf
     from fedcluster.errors import ConfigError
     from fedcluster.partitions import RandomMix
     from fedcluster.settings import NotAbove
-    from fedcluster.validate import validate
+    from fedcluster.config.validate import validate
     message = "partition.min_samples=100 exceeds partition.max_samples=50; allowed: min_samples <= max_samples"
     with pytest.raises(ConfigError) as from_config:
         validate(make_cfg(["partition=random", "partition.min_samples=100", "partition.max_samples=50"]))

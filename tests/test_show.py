@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from conftest import CONF
-from fedcluster.show import show
+from fedcluster.command.show import show
 
 
 def test_an_option_shows_every_setting_with_its_value_type_default_and_range():
@@ -41,9 +41,9 @@ def test_a_bad_argument_is_a_value_error_naming_it(args, needle):
 
 
 def test_the_command_prints_it_and_a_bad_override_is_one_line():
-    ok = subprocess.run([sys.executable, "-m", "fedcluster.cli", "show", "partition=dirichlet"],
+    ok = subprocess.run([sys.executable, "-m", "fedcluster.command.cli", "show", "partition=dirichlet"],
                         capture_output=True, text=True)
     assert ok.returncode == 0 and "alpha" in ok.stdout and "> 0" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "fedcluster.cli", "show", "partition=dirichlet", "partition.alpah=1"],
+    bad = subprocess.run([sys.executable, "-m", "fedcluster.command.cli", "show", "partition=dirichlet", "partition.alpah=1"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "alpah" in bad.stderr

@@ -11,9 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedcluster import rundir, signals
+from fedcluster.lifecycle import rundir
+from fedcluster import signals
 from fedcluster.errors import ConfigError
-from fedcluster.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
+from fedcluster.lifecycle.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
 from fedcluster.runner import run
 
 from conftest import SMALL, die_in_round, make_cfg
@@ -388,7 +389,7 @@ def test_an_empty_run_directory_is_refused(tmp_path):
 
 
 def test_every_option_and_preset_declares_all_its_keys():
-    from fedcluster.composition import undeclared_keys
+    from fedcluster.config.composition import undeclared_keys
     from conftest import CONF
     for group in ("dataset", "partition", "model", "algorithm", "hardware"):
         for f in sorted((CONF / group).glob("*.yaml")):
@@ -532,7 +533,7 @@ def test_a_read_only_directory_mid_run_is_one_line_and_the_run_resumes_after(tmp
     """The file system turns read-only after the third checkpoint (every rename into the run
     directory then fails with EROFS, as on a remounted disk)."""
     import errno
-    import fedcluster.io as fio
+    import fedcluster.lifecycle.io as fio
     from fedcluster.errors import RunFault
     out = tmp_path / "run"
     overrides = SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]

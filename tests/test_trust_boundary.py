@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from fedcluster.errors import ConfigError
-from fedcluster.identity import config_fingerprint
-from fedcluster.integrity import DamagedFile, pack_checkpoint, read_regular_file
-from fedcluster.record import CHECKPOINT, PREVIOUS_CHECKPOINT
+from fedcluster.lifecycle.identity import config_fingerprint
+from fedcluster.lifecycle.integrity import DamagedFile, pack_checkpoint, read_regular_file
+from fedcluster.lifecycle.record import CHECKPOINT, PREVIOUS_CHECKPOINT
 from fedcluster.runner import requested_config, run
 
 from conftest import SMALL, make_cfg
@@ -206,5 +206,5 @@ def test_an_override_value_cannot_move_a_job_out_of_its_sweep(tmp_path):
 @pytest.mark.parametrize("name, expected", [("a=1,b=2", "a=1,b=2"), ("x=../../E", "x=..%2F..%2FE"), ("..", "%2E."),
                                             (".hidden", "%2Ehidden"), ("p=50%", "p=50%25"), ("", "default")])
 def test_job_directory_names_are_one_component(name, expected):
-    from fedcluster.config import sweep_job_dirname
+    from fedcluster.config.store import sweep_job_dirname
     assert sweep_job_dirname(name) == expected

@@ -19,7 +19,7 @@ from fedcluster.data.holdout import hold_out_clients, holdout_count
 from fedcluster.engine.forward import outputs_paired
 from fedcluster.errors import ConfigError
 from fedcluster.runner import run
-from fedcluster.validate import newcomer_methods
+from fedcluster.config.validate import newcomer_methods
 from test_every_option import CONTEXT, shrink
 from test_label_free_scoring import other_labels, trained as trained_as_scored
 

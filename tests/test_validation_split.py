@@ -10,7 +10,7 @@ import torch
 from conftest import make_cfg
 from fedcluster.assemble import build
 from fedcluster.errors import ConfigError
-from fedcluster.validate import validate
+from fedcluster.config.validate import validate
 
 TINY = ["rounds=2", "partition.num_clients=10", "algorithm.selection_size=5", "dataset.test_size=100",
         "plots=false", "progress=false"]

@@ -1,7 +1,7 @@
 """Algorithms (conf/algorithm/*.yaml): each decides assignment, selection, local objective
 and aggregation; the shared round loop lives in fedcluster.runner. Every module of this package
 is imported here, so a new algorithm file is found (and its config schema registered,
-fedcluster.config) without a registration line."""
+fedcluster.config.store) without a registration line."""
 import importlib
 import pkgutil
 

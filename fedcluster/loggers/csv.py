@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 from ..errors import WriteFailed
-from ..io import write_csv
-from ..rundir import check_still_owned
+from ..lifecycle.io import write_csv
+from ..lifecycle.rundir import check_still_owned
 from ..signals import deferred
-from ..record import METRICS_FILE, metrics_table
+from ..lifecycle.record import METRICS_FILE, metrics_table
 from .base import Logger
 
 

@@ -6,7 +6,7 @@ from typing import Dict, Iterator, List
 
 from omegaconf import OmegaConf
 
-from ..conf_dir import config_dir
+from ..config.conf_dir import config_dir
 
 FOLDER = "leaderboard"
 

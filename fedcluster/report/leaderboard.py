@@ -39,7 +39,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from ..hardware import device_kind
-from ..io import write_csv, write_text
+from ..lifecycle.io import write_csv, write_text
 from ..results.compare import mean_interval, significantly_best
 from ..results.runs import ABSENT, discover, show, varying_keys
 from .grid import PRESETS, planned_jobs

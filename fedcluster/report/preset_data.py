@@ -28,7 +28,7 @@ GROUPS = ("dataset", "partition")
 @lru_cache(maxsize=None)
 def presets_of_tables() -> Dict[str, Tuple[Tuple[str, Tuple[Tuple[str, str], ...]], ...]]:
     """{table: ((preset, its sweeper params as (key, "a,b,c") pairs), ...)} from conf/preset."""
-    from ..config import config_dir
+    from ..config.store import config_dir
     root = config_dir() / "preset"
     out: Dict[str, list] = {}
     for f in sorted(root.rglob("*.yaml")):
@@ -47,7 +47,7 @@ def _composed(overrides: Tuple[str, ...]) -> Optional[Dict[str, object]]:
     """The flattened config the CLI would run for `overrides` (None when it cannot be composed)."""
     from hydra.core.global_hydra import GlobalHydra
 
-    from ..config import compose_config
+    from ..config.store import compose_config
     from ..runner import requested_config
     if GlobalHydra.instance().is_initialized():
         return None   # inside someone else's Hydra session: not ours to reset

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from ..io import write_text   # atomic: a reader never sees half a page
+from ..lifecycle.io import write_text   # atomic: a reader never sees half a page
 
 # Relative to the folder it runs in (the repository's root), where the registry's results paths start.
 REGISTRY = Path("docs") / "reproductions.yaml"

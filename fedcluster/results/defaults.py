@@ -15,7 +15,7 @@ def algorithm_defaults(name: str) -> Dict[str, object]:
     """`algorithm=<name>`'s settings flattened to 'algorithm.<path>' -> value; {} where the name is
     no config option here (a run from elsewhere)."""
     from omegaconf import OmegaConf
-    from ..config import compose_config
+    from ..config.store import compose_config
     try:
         node = OmegaConf.to_container(compose_config([f"algorithm={name}"]).algorithm, resolve=True)
     except Exception:   # noqa: BLE001 -- not composable here: no defaults to compare with

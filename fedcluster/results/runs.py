@@ -13,8 +13,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
-from ..identity import VOLATILE_KEYS, comparable
-from ..identity import flatten as rundir_flatten
+from ..lifecycle.identity import VOLATILE_KEYS, comparable
+from ..lifecycle.identity import flatten as rundir_flatten
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -217,7 +217,7 @@ def _load_summary(path: Path, names, found: Found) -> None:
         found.skipped.append(Skipped(path, f"summary.json status {status!r} (not a finished run)"))
         return
     if isinstance(summary.get("integrity"), dict):   # a sealed run: trusted only as sealed (config.yaml included)
-        from ..integrity import finished_run_problem
+        from ..lifecycle.integrity import finished_run_problem
         changed = finished_run_problem(path, summary)
         if changed is not None:   # a sealed run whose files no longer match its seal
             found.skipped.append(Skipped(path, f"{changed.removeprefix('its ')} (not reported as it stands)"))

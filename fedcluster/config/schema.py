@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
-from .settings import unwrap
+from ..settings import unwrap
 
 RUNTIME_ARGS = {"seed", "in_shape", "num_outputs"}   # given by assemble.build, not by the config
 SHARED = {"num_clusters": (Optional[int], "${num_clusters}")}

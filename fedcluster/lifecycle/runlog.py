@@ -6,7 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .errors import WriteFailed
+from ..errors import WriteFailed
 
 LOG = logging.getLogger("fedcluster")
 

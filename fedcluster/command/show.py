@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .conf_dir import GROUPS
+from ..config.conf_dir import GROUPS
 USAGE = "usage: fedcluster show [group[=option]] [key=value ...]   e.g. fedcluster show algorithm=fedsoft"
 
 
@@ -22,8 +22,8 @@ def description(path: Path) -> str:
 
 
 def type_name(annotation, default) -> str:
-    from .schema import config_type
-    from .settings import unwrap
+    from ..config.schema import config_type
+    from ..settings import unwrap
     bare = unwrap(annotation)[0]
     if bare is inspect.Parameter.empty:
         return "any"
@@ -43,8 +43,8 @@ def shown(raw, resolved) -> str:
 
 def settings_table(cls, node) -> List[List[str]]:
     from omegaconf import OmegaConf
-    from .schema import parameters, plain
-    from .settings import unwrap
+    from ..config.schema import parameters, plain
+    from ..settings import unwrap
     raw = OmegaConf.to_container(node, resolve=False)
     rows = [["setting", "value", "type", "class default", "allowed"]]
     for p in parameters(cls):
@@ -69,7 +69,7 @@ def aligned(rows: List[List[str]]) -> str:
 def show(args: List[str], conf: Path) -> str:
     """The text `fedcluster show <args>` prints; a ValueError for bad arguments."""
     from omegaconf import OmegaConf
-    from .plugins import group_options, option_file
+    from ..config.plugins import group_options, option_file
     if not args:
         lines = ["Config groups and their options (fedcluster show group=option for its settings):"]
         for group in GROUPS:
@@ -85,7 +85,7 @@ def show(args: List[str], conf: Path) -> str:
                          [f"  {o:<20} {description(option_file(group, o, conf))}" for o in options])
     if option not in options:
         raise ValueError(f"{group}={option} is not an option; allowed: {options}")
-    from .config import compose_config
+    from ..config.store import compose_config
     cfg = compose_config([f"+{first}" if group == "logger" else first] + overrides, conf)
     node = cfg[group][option] if group == "logger" else cfg[group]
     values = OmegaConf.to_container(node, resolve=False)
@@ -107,7 +107,7 @@ def show(args: List[str], conf: Path) -> str:
 
 
 def main(args: List[str], conf: Path) -> Optional[int]:
-    from .composition import one_line
+    from ..config.composition import one_line
     try:
         print(show(args, conf), flush=True)
     except ValueError as e:

@@ -12,7 +12,7 @@ def config_dir() -> Path:
     or `pip install .`, setup.py copies it there); else conf/ at the repository top level (an
     editable install or a checkout)."""
     env = os.environ.get("FEDCLUSTER_CONF")
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent   # fedcluster/ (this file is fedcluster/config/conf_dir.py)
     candidates = [Path(env)] if env else [here / "conf", here.parent / "conf"]
     for path in candidates:
         if (path / "config.yaml").exists():

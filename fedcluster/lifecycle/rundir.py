@@ -26,7 +26,7 @@ from typing import Dict, Iterator, List, Optional
 
 import yaml
 
-from .errors import RunDirectoryError
+from ..errors import RunDirectoryError
 from .identity import comparable, flatten
 
 CONFIG_FILE = "config.yaml"
@@ -397,7 +397,7 @@ def check_still_owned(directory) -> None:
     key = os.path.abspath(directory)
     fd = _OWNED.get(key)
     if fd is not None and not _same_directory(Path(key), fd):
-        from .errors import WriteFailed
+        from ..errors import WriteFailed
         raise WriteFailed(directory, "the run directory was moved, removed or replaced while this run was writing it")
 
 

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
 from .conf_dir import GROUPS
-from .errors import ConfigError
+from ..errors import ConfigError
 
 ENTRY_POINT_GROUP = "fedcluster.plugins"
 ENV = "FEDCLUSTER_PLUGINS"
@@ -77,7 +77,7 @@ def _options_of(module, name: str, origin: str) -> Dict[str, list]:
     if not isinstance(options, dict) or any(g not in GROUPS for g in options):
         raise ConfigError(f"plugin {name!r} ({origin}): FEDCLUSTER_OPTIONS must map groups ({', '.join(GROUPS)}) "
                           f"to lists of classes; got {options!r}")
-    from .protocols import check_class
+    from ..protocols import check_class
     for group, classes in options.items():
         for cls in classes:
             check_class(group, cls, f"plugin {name!r} ({origin})")

@@ -13,11 +13,11 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from .engine.optim import OPTIMIZERS
-from .errors import ConfigError
-from .algorithms.base import serves_newcomers
+from ..engine.optim import OPTIMIZERS
+from ..errors import ConfigError
+from ..algorithms.base import serves_newcomers
 from .schema import parameters
-from .settings import check_joint, MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
+from ..settings import check_joint, MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
 
 INT64_MAX = 2 ** 63 - 1
 # The metrics each task's evaluation produces (metrics.model_metrics), for `objective`.
@@ -151,5 +151,5 @@ def _class_of(node: dict):
 
 def newcomer_methods() -> list:
     """The methods (algorithm names) whose class serves newcomers, for the refusal's allowed list."""
-    from . import algorithms
+    from .. import algorithms
     return sorted({c.name for c in vars(algorithms).values() if serves_newcomers(c)})

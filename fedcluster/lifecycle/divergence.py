@@ -9,8 +9,8 @@ from typing import Optional
 
 import torch
 
-from .errors import NonFiniteLossError
-from .models.stacked import all_finite
+from ..errors import NonFiniteLossError
+from ..models.stacked import all_finite
 
 
 class DivergenceWatch:

@@ -9,7 +9,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent   # fedcluster/, this file being fedcluster/lifecycle/provenance.py
 
 
 def _git(*args, cwd: Path) -> str:

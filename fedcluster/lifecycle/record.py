@@ -15,8 +15,8 @@ from typing import List, Optional
 import pandas as pd
 import torch
 
-from .models.stacked import on_device, put_rows, take_at
-from .errors import ConfigError
+from ..models.stacked import on_device, put_rows, take_at
+from ..errors import ConfigError
 from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
 from .io import torch_bytes, write_bytes, write_csv
 

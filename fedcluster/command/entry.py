@@ -5,7 +5,7 @@ import sys
 
 
 def main() -> None:
-    from . import signals
+    from .. import signals
     signals.install()
     try:
         from .cli import main as cli_main

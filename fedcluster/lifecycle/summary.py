@@ -8,11 +8,11 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from . import __version__
-from .threads import wait_policy
-from .evaluation import UNSEEN_TEST, ari_by_true_round, assignment_costs, convergence, matching_costs
-from .metrics import hungarian_match, key_metric
-from .pairing import center_pairing
+from .. import __version__
+from ..threads import wait_policy
+from ..evaluation import UNSEEN_TEST, ari_by_true_round, assignment_costs, convergence, matching_costs
+from ..metrics import hungarian_match, key_metric
+from ..pairing import center_pairing
 from .provenance import source_revision
 
 

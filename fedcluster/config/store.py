@@ -19,9 +19,9 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from . import algorithms, data, hardware, loggers, models, partitions
+from .. import algorithms, data, hardware, loggers, models, partitions
 from .conf_dir import config_dir
-from .identity import NAME_EXCLUDED_KEYS
+from ..lifecycle.identity import NAME_EXCLUDED_KEYS
 from .schema import schema_of
 
 OPTIONS = {
@@ -170,7 +170,7 @@ def register_schemas() -> None:
     composition of conf/ needs first (the CLI, the API, the report, the tests). Plugins
     (plugins.py) are imported first, so their classes get schemas too."""
     from . import plugins
-    from .errors import ConfigError
+    from ..errors import ConfigError
     global _REGISTERED
     register_resolvers()
     plugins.load()

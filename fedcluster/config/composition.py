@@ -161,7 +161,7 @@ def undeclared_keys(cfg) -> List[str]:
     """Dotted keys of the composed config that no schema declares, with what was meant: top-level
     keys against `Config`, `train.*` against `TrainConfig`, every group node (nested ones too,
     e.g. CAM's base) against the signature of the class it instantiates."""
-    from .config import OPTIONS, Config, TrainConfig
+    from .store import OPTIONS, Config, TrainConfig
     plain = {k: v for k, v in _plain(cfg).items() if k != "hydra"}
     out = []
     top = {f.name for f in dataclasses.fields(Config)}
@@ -189,7 +189,7 @@ def undeclared_keys(cfg) -> List[str]:
 def missing_keys(cfg) -> List[str]:
     """Top-level and `train` settings the composed config lacks (deleted with `~key`): every one
     is needed by the run, so none may be removed."""
-    from .config import Config, TrainConfig
+    from .store import Config, TrainConfig
     plain = _plain(cfg)
     optional = {"logger", "table"}   # default null
     out = [f.name for f in dataclasses.fields(Config) if f.name not in plain and f.name not in optional]
@@ -202,7 +202,7 @@ def missing_keys(cfg) -> List[str]:
 def check_declared(cfg) -> None:
     """ConfigError naming the first key no schema declares (e.g. `+rouns=3`), or a required
     setting that was deleted (`~rounds`)."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
     cfg = _plain(cfg)
     gone = missing_keys(cfg)
     if gone:

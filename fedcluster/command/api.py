@@ -33,7 +33,7 @@ def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunR
     """
     from omegaconf import open_dict
 
-    from .runner import run as run_config
+    from ..runner import run as run_config
 
     cfg = composed(overrides, with_hydra=output_dir is None)
     out = Path(output_dir) if output_dir is not None else Path(cfg.hydra.run.dir)
@@ -47,9 +47,9 @@ def run(overrides: Sequence[str] = (), output_dir: Optional[str] = None) -> RunR
 def composed(overrides, with_hydra: bool):
     """The config `fedcluster <overrides>` composes; what the CLI refuses in one line (a string where a
     list belongs, a misspelt key or option, an unparsable argument) is a one-line ConfigError here too."""
-    from .composition import one_line
-    from .config import compose_config, config_dir
-    from .errors import ConfigError
+    from ..config.composition import one_line
+    from ..config.store import compose_config, config_dir
+    from ..errors import ConfigError
     if isinstance(overrides, (str, bytes)) or not all(isinstance(o, str) for o in overrides):
         raise ConfigError(f"overrides={overrides!r} is not a list of strings; allowed: a list such as "
                           "['algorithm=ifca', 'rounds=1'] (one item per command-line argument)")
@@ -76,7 +76,7 @@ def load_runs(path, final: bool = False) -> pd.DataFrame:
     >>> local = df[(df.model == "local") & (df.eval_set == "local_test") & (df.metric == "accuracy")]
     >>> local.groupby(["algorithm.name", "seed"])["value"].mean()   # mean over clients, per run
     """
-    from .results.runs import discover
+    from ..results.runs import discover
 
     frames = []
     for r in discover(Path(path)).runs:

@@ -16,9 +16,10 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from . import signals, sweep
-from .config import config_dir, register_resolvers, register_schemas
-from .errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
+from .. import signals
+from . import sweep
+from ..config.store import config_dir, register_resolvers, register_schemas
+from ..errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .sweep import REFUSAL_KEY, JobOutcome, Sweep
 
 register_resolvers()   # also in launcher worker processes, which import this module to run _task
@@ -44,9 +45,9 @@ class RunDirGuard(Callback):
     """Checks that must come before Hydra creates the output directory."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
-        from .composition import check_declared
-        from .rundir import check_place
-        from .validate import validate
+        from ..config.composition import check_declared
+        from ..lifecycle.rundir import check_place
+        from ..config.validate import validate
         try:
             validate(config)   # validate() leaves out the hydra node
             check_declared(config)
@@ -55,7 +56,7 @@ class RunDirGuard(Callback):
             _fail(str(e))
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        from .rundir import check_place
+        from ..lifecycle.rundir import check_place
         try:
             check_place(config.hydra.sweep.dir, key="hydra.sweep.dir")
         except ConfigError as e:
@@ -81,7 +82,7 @@ class RunDirGuard(Callback):
 def _write_hydra_files(out: Path, hc=None) -> None:
     """What Hydra's output_subdir would hold, written only once the directory is ours. `hc`: the
     job's hydra config (default: Hydra's current one)."""
-    from .io import write_text
+    from ..lifecycle.io import write_text
     hc = HydraConfig.get() if hc is None else hc
     write_text(out / ".hydra" / "overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))))
     write_text(out / ".hydra" / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})))
@@ -104,8 +105,8 @@ def _task(cfg: DictConfig):
 def run_job(cfg: DictConfig, hc, train_with=None):
     """`_task` for the job whose hydra config is `hc` (the packed launcher runs several at once, each
     in its own thread, so none reads Hydra's one current config); `train_with`: runner.run's."""
-    from .rundir import adopt_if_empty, discard_created
-    from .runner import run
+    from ..lifecycle.rundir import adopt_if_empty, discard_created
+    from ..runner import run
     out = hc.runtime.output_dir
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
@@ -170,7 +171,7 @@ def help_text(conf: Path) -> str:
              "", "Usage: fedcluster [group=option ...] [key=value ...]      one run",
              "       fedcluster -m key=a,b seed=0,1,2 ...              a sweep (one run per combination)",
              "", "Config groups (group=option):"]
-    from .plugins import group_options, load
+    from ..config.plugins import group_options, load
     for group in GROUPS:
         lines.append(f"  {group:<10} {', '.join(group_options(group, conf))}")
     lines += ["", "Presets, each a paper table's sweep (+preset=...):"]
@@ -195,7 +196,7 @@ def _one_line_composition_errors(conf: Path) -> None:
     job runs (inside `_task`) are left to it."""
     import traceback
     import hydra._internal.utils as hydra_utils
-    from .composition import one_line
+    from ..config.composition import one_line
     original = getattr(hydra_utils.run_and_report, "__wrapped__", hydra_utils.run_and_report)
 
     def run_and_report(func):

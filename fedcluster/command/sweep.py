@@ -72,7 +72,7 @@ class Sweep:
         """Remove the sweep directory this process created (and its new parents) when no job wrote
         anything in it: only Hydra's multirun.yaml (and submitit's job logs) are there."""
         import shutil
-        from .rundir import created_here, discard_created
+        from ..lifecycle.rundir import created_here, discard_created
         d = cls.dir
         if d is None or not created_here(d):
             return
@@ -112,8 +112,8 @@ def collect(ret) -> None:
 def _refusing_load_sweep_config(original):
     def load_sweep_config(self, master_config, sweep_overrides):
         from omegaconf import open_dict, read_write
-        from .composition import one_line
-        from .config import config_dir
+        from ..config.composition import one_line
+        from ..config.store import config_dir
         try:
             return original(self, master_config, sweep_overrides)
         except Exception as e:   # noqa: BLE001 -- a composition error becomes this job's refusal
@@ -163,7 +163,7 @@ def own_launcher(hydra_context, task_function, config):
     builds launchers only from its `hydra_plugins` namespace. None for any other launcher."""
     from hydra.utils import get_class
     from omegaconf import OmegaConf
-    from .errors import ConfigError
+    from ..errors import ConfigError
     launcher_cfg = config.hydra.launcher
     target = None if launcher_cfg is None else launcher_cfg.get("_target_")
     if not isinstance(target, str) or not target.startswith(__package__ + "."):
@@ -264,7 +264,7 @@ def watch_parent() -> None:
 def install() -> None:
     """Wrap Hydra's job composition and launcher creation: in the launching process (the CLI) and
     in a launcher's workers, some of which compose their job's config themselves (joblib); the
-    workers import fedcluster.cli to run the task, which calls this."""
+    workers import fedcluster.command.cli to run the task, which calls this."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.plugins import Plugins
     load = getattr(ConfigLoaderImpl.load_sweep_config, "__wrapped__", ConfigLoaderImpl.load_sweep_config)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .errors import WriteFailed
+from ..errors import WriteFailed
 from .identity import json_default
 from .rundir import check_still_owned, is_owned, note_written
-from .signals import deferred
+from ..signals import deferred
 
 
 def _umask() -> int:
