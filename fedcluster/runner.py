@@ -210,7 +210,7 @@ def train_round(t: int, plan, alg, trainer, fed, engine: str, seed: int, chunk: 
                                       record.state_of(plan, alg, trainer, fed)):
         losses.append(LocalResult({}, {}, result.last_loss, result.finite & all_finite(result.params),
                                   result.first_loss))
-        record.keep_client_rows(plan, alg, fed, result, rows)
+        record.keep_client_rows(plan, result, rows)
         if fold is not None:
             fold.add(rows, result.params)
         elif rows.stop - rows.start == M:   # one chunk: its rows are the round's

@@ -70,7 +70,7 @@ def test_what_changes_between_rounds_is_declared_state(algorithm, data_root):
     for t in range(2):
         plan = alg.plan(t, fed)
         result = run_clients(t, plan, trainer, fed.data.train, "sequential", 0, record.client_rows(plan, alg, trainer, fed))
-        record.keep_client_rows(plan, alg, fed, result)
+        record.keep_client_rows(plan, result)
         alg.aggregate(t, plan, result.params, fed)
     assert _undeclared(alg, before, "algorithm") == []
     assert set(alg.state_dict()) <= set(alg.state) | {"base", "members"}

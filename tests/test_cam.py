@@ -2,6 +2,7 @@
 soft voting, plan concatenation."""
 import math
 
+import pytest
 import torch
 
 from fedcluster.algorithms import CAM, IFCA
@@ -101,7 +102,29 @@ def test_cam_prediction_is_global_plus_assigned_cluster():
     torch.testing.assert_close(out[1, :1], lin(g, x[1, :1]) + lin(k0, x[1, :1]))
     # during the FedAvg warm-up only the global model predicts
     cam.warmup_rounds = 5
+    cam.serving = cam.phase(0)   # what round 0 trains, and so what serves, under a 5-round warm-up
     torch.testing.assert_close(cam.local_outputs(fed, fed.split)[0], lin(g, x[0]))
+
+
+def test_cam_serves_the_phase_of_the_last_round_planned_also_from_an_older_checkpoint():
+    """Which predictor serves is state (`serving`), not a round counter: a checkpoint written before it
+    (which kept `round`) restores the same phase."""
+    cam = CAM(IFCA(num_clusters=2), warmup_rounds=3)
+    assert cam.serving == "fedavg"
+    for last_round, phase in [(2, "fedavg"), (3, "cam"), (7, "cam")]:
+        cam.load_state_dict({"round": last_round, "base": {}})
+        assert cam.serving == phase
+    assert "round" not in cam.state and "serving" in cam.state
+
+
+def test_a_plan_keeps_client_state_only_where_it_trains_and_only_with_plans_like_it():
+    with pytest.raises(ValueError, match="gradient-only plan"):
+        RoundPlan(torch.tensor([0]), {"w": torch.zeros(1, 2)}, local="gradient", keep_client_state=True)
+    kept = RoundPlan(torch.tensor([0]), {"w": torch.zeros(1, 2)}, keep_client_state=True)
+    fresh = RoundPlan(torch.tensor([1]), {"w": torch.zeros(1, 2)})
+    with pytest.raises(ValueError, match="keep client state"):
+        concat_plans([kept, fresh])
+    assert concat_plans([kept, kept]).keep_client_state and not concat_plans([fresh, fresh]).keep_client_state
 
 
 def test_cam_min_loss_assignment_sees_the_additive_model():

@@ -26,7 +26,7 @@ class Phase:
     epoch with the feature extractor frozen, then the extractor's epochs with the head frozen
     (Xu et al., ICLR 2023; the authors' methods/fedpac.py local_training). Each phase starts from the previous phase's parameters with
     fresh optimizer state (the authors' and PFLlib's FedPAC build a new optimizer per phase;
-    with `keep_client_state` the state carries over), and runs its own terms."""
+    with the plan's `keep_client_state` the state carries over), and runs its own terms."""
     trainable: Tuple[str, ...]             # parameter names this phase updates; the others stay as they are
     epochs: Optional[int] = None           # passes over each client's data; None: the run's train.epochs/steps
     terms: List[Term] = field(default_factory=list)
@@ -45,6 +45,14 @@ class RoundPlan:
     # Local training in stages, each updating some parameters (Phase); empty: one stage that
     # updates every parameter on `terms` for the run's epochs. A plan with phases has no `terms`.
     phases: List[Phase] = field(default_factory=list)
+    # True: each row's optimizer state (Adam's moments, momentum) is its client's own, carried over from the
+    # client's last round (created at its first), as the local solvers of FedSoft's, Local-only's and
+    # FedProto's code keep theirs; False: every row starts from fresh state (record.py keeps the state)
+    keep_client_state: bool = False
+
+    def __post_init__(self):
+        if self.keep_client_state and self.local == "gradient":
+            raise ValueError("RoundPlan: a gradient-only plan takes no step, so it has no optimizer state to keep")
 
     def term(self, kind):
         """This plan's term of type `kind`, or None."""
@@ -64,10 +72,12 @@ def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
         raise ValueError("concat_plans: only training plans can be trained together")
     if any(p.phases for p in plans):
         raise ValueError("concat_plans: plans trained in phases are not trained together")
+    if len({p.keep_client_state for p in plans}) > 1:
+        raise ValueError("concat_plans: plans that keep client state are not trained with plans that do not")
     clients = torch.cat([p.clients for p in plans])
     start = cat_rows([p.start for p in plans])
     terms = concat_terms([p.terms for p in plans], [len(p.clients) for p in plans])
-    return RoundPlan(clients, start, terms, parts=list(plans))
+    return RoundPlan(clients, start, terms, parts=list(plans), keep_client_state=plans[0].keep_client_state)
 
 
 def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
@@ -78,7 +88,6 @@ def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
 
 class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked when built (settings.py)
     name = "algorithm"
-    keep_client_state = False   # True: each client's optimizer state persists across rounds
     reads_features = False      # True: training or prediction calls model(x, with_features=True) (assemble.py checks the model)
     # The attributes that change from round to round and that a checkpoint saves (record.py): a
     # resumed run restores them after `setup`, so everything else must follow from the config

@@ -29,10 +29,11 @@ class CAM(Algorithm):
     Warm-up (Alg. 1): `fedavg` trains Theta_g alone by FedAvg for `warmup_rounds` rounds
     (IFCA-CAM); `base` runs the base algorithm's own start-up alone (FeSEM-CAM: local
     training, then the first clustering). During warm-up a client predicts with the model
-    being warmed up."""
+    being warmed up: which predictor serves is the phase of the last round planned (`serving`),
+    state like the models themselves, so evaluation reads no round counter."""
     name = "cam"
 
-    state = ("global_model", "round")   # and the base method's own (state_dict)
+    state = ("global_model", "serving")   # and the base method's own (state_dict)
 
     def training_rows(self, num_clients: int) -> int:
         """A client's cluster model and the global model h, trained together (eq. 5 and 8)."""
@@ -42,7 +43,7 @@ class CAM(Algorithm):
                  warmup: Annotated[str, OneOf(WARMUPS)] = "fedavg"):
         self.base, self.warmup_rounds, self.warmup = base, warmup_rounds, warmup
         self.name = f"{base.name}_cam"
-        self.round = 0
+        self.serving = self.phase(0)   # before any round: the phase round 0 trains
 
     def setup(self, fed):
         self.base.setup(fed)
@@ -56,8 +57,7 @@ class CAM(Algorithm):
         return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]
 
     def plan(self, t, fed):
-        self.round = t
-        phase = self.phase(t)
+        phase = self.serving = self.phase(t)
         if phase == "fedavg":
             clients = torch.arange(fed.num_clients, device=fed.device)
             return RoundPlan(clients, for_clients(self.global_model, clients))
@@ -107,7 +107,7 @@ class CAM(Algorithm):
         """eq. (1) as "local", and the base method's labelled picks (IFCA's label_pick, made by the
         loss of h + f and scored as h + f) as "local:<name>", with h(x; Theta_g) computed once.
         During a warm-up: the model being warmed up, with the base's own picks (FeSEM-CAM)."""
-        phase = self.phase(self.round)
+        phase = self.serving
         if phase == "fedavg":
             return {"local": self.global_logits(fed, split)}
         if phase == "base":
@@ -120,12 +120,14 @@ class CAM(Algorithm):
         return self.base.local_models(fed)
 
     def assignment_weights(self):
-        return None if self.phase(self.round) == "fedavg" else self.base.assignment_weights()
+        return None if self.serving == "fedavg" else self.base.assignment_weights()
 
     def state_dict(self):
         """Its own state and its base method's (under `base`)."""
         return {**super().state_dict(), "base": self.base.state_dict()}
 
     def load_state_dict(self, state):
+        if "round" in state:   # a checkpoint written before `serving` (2026-11-28) kept the last round planned
+            state = {**state, "serving": self.phase(int(state["round"]))}
         super().load_state_dict(state)
         self.base.load_state_dict(state["base"])

@@ -57,7 +57,6 @@ train.batch_size, as the authors use the training batch size). W
     state = ("global_model", "local", "started", "weights")
     name = "fedala"
     num_clusters = 1
-    keep_client_state = False
 
     def __init__(self, rand_percent: Annotated[int, Between(0, 100, lo_open=True)] = 80,
                  layer_idx: Annotated[int, AtLeast(1)] = 2, eta: Annotated[float, Positive] = 1.0,

@@ -116,7 +116,6 @@ class FedPAC(Algorithm):
     state = ("local", "centroids", "have")
     name = "fedpac"
     reads_features = True   # its centroids are mean features per class
-    keep_client_state = False
     num_clusters = 0
 
     def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0, head_epochs: Annotated[Optional[int], AtLeast(0)] = 1,

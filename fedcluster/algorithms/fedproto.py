@@ -69,7 +69,6 @@ class FedProto(Algorithm):
     state = ("local", "prototypes", "have")
     name = "fedproto"
     reads_features = True   # its prototypes are mean features per class
-    keep_client_state = True
     num_clusters = 0
 
     def __init__(self, lam: Annotated[float, AtLeast(0)] = 1.0,
@@ -86,7 +85,7 @@ class FedProto(Algorithm):
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
-        plan = RoundPlan(clients, rows_of(self.local, clients))
+        plan = RoundPlan(clients, rows_of(self.local, clients), keep_client_state=True)
         if self.prototypes is not None:
             lam = torch.full((len(clients), 1), self.lam, dtype=fed.dtype, device=fed.device)
             plan.terms.append(PrototypePull(self.prototypes, self.have, lam))

@@ -81,7 +81,8 @@ class FedSoft(Algorithm):
             for s in range(self.num_clusters)])
         union = torch.unique(self.selection).to(fed.device)
         coeffs = (self.lam * self.u[union]).to(fed.dtype)
-        return RoundPlan(union, rows_of(self.local, union), [Proximal(self.centers, coeffs)])
+        return RoundPlan(union, rows_of(self.local, union), [Proximal(self.centers, coeffs)],
+                         keep_client_state=self.keep_client_state)
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)

@@ -27,7 +27,7 @@ class LocalOnly(Algorithm):
 
     def plan(self, t, fed):
         clients = torch.arange(fed.num_clients, device=fed.device)
-        return RoundPlan(clients, rows_of(self.local, clients))
+        return RoundPlan(clients, rows_of(self.local, clients), keep_client_state=self.keep_client_state)
 
     def aggregate(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)

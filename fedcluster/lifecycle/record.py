@@ -63,9 +63,9 @@ class RunRecord:
 
     def client_rows(self, plan, alg, trainer, fed, rows: slice = slice(None)) -> Optional[dict]:
         """The optimizer state of the plan's clients (its rows `rows`) where the algorithm keeps
-        each client's across rounds (`keep_client_state`; created at the first use), else None
+        each client's across rounds (the plan's `keep_client_state`; created at the first use), else None
         (the engine then starts every job from fresh state)."""
-        if not alg.keep_client_state or plan.local == "gradient":
+        if not plan.keep_client_state:
             return None
         if self.client_state is None:
             self.client_state = trainer.init_state(alg.local_models(fed))
@@ -73,13 +73,13 @@ class RunRecord:
 
     def state_of(self, plan, alg, trainer, fed):
         """`client_rows` of a plan's chunk of rows, for engine/clients.client_chunks (None: fresh state)."""
-        if not alg.keep_client_state or plan.local == "gradient":
+        if not plan.keep_client_state:
             return None
         return lambda rows: self.client_rows(plan, alg, trainer, fed, rows)
 
-    def keep_client_rows(self, plan, alg, fed, result, rows: slice = slice(None)) -> None:
-        """Store the trained rows' (rows `rows` of the plan) optimizer state back (algorithms that keep client state)."""
-        if alg.keep_client_state and plan.local != "gradient":
+    def keep_client_rows(self, plan, result, rows: slice = slice(None)) -> None:
+        """Store the trained rows' (rows `rows` of the plan) optimizer state back (plans that keep client state)."""
+        if plan.keep_client_state:
             put_rows(self.client_state, plan.clients[rows], result.opt_state)
 
     @classmethod
