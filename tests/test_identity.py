@@ -48,3 +48,18 @@ def test_a_retired_top_level_key_keeps_earlier_runs_identity_and_their_seals():
     other = {"seed": 0, "algorithm": {"name": "ifca_cam", "warmup": "fedavg", "warmup_rounds": 10}}
     sealed = digest({"seed": 0, "warmup_rounds": 9, "algorithm": {"name": "ifca_cam", "warmup": "fedavg", "warmup_rounds": 9}})
     assert sealed not in accepted_fingerprints(other) and config_fingerprint(other) != sealed
+
+
+def test_a_moved_top_level_key_is_refused_in_one_line_naming_where_it_lives_now():
+    """identity.MOVED_KEYS is the one declaration of the top-level keys that became a component's setting: the
+    refusal's text and the retired keys' identity rule both come from it."""
+    import pytest
+    from fedcluster.config.composition import one_line
+    from fedcluster.config.store import compose_config
+    from fedcluster.lifecycle.identity import MOVED_KEYS, RETIRED_KEYS
+    assert set(RETIRED_KEYS) <= set(MOVED_KEYS) and "warmup_rounds" in RETIRED_KEYS
+    for key, moved in MOVED_KEYS.items():
+        with pytest.raises(Exception) as caught:
+            compose_config([f"{key}=1"])
+        assert one_line(caught.value) == f"{key} is not a setting: it is {moved.now}, {moved.what}"
+        assert compose_config([f"algorithm={'ifca_cam' if key == 'warmup_rounds' else 'ifca'}", f"{moved.now}=1"])

@@ -11,14 +11,11 @@ import re
 from pathlib import Path
 from typing import List, Optional
 
+from ..lifecycle.identity import MOVED_KEYS
+
 TYPE_WORDS = {"Float": "a number", "Integer": "a whole number", "Boolean": "true or false",
               "String": "a string"}
 
-
-# Top-level keys that became a component's own setting: where they live now (identity.py keeps earlier runs' ids).
-MOVED_KEYS = {"client_dropout": "it is algorithm.client_dropout, beside algorithm.client_fraction, on the methods "
-                                "that sample clients (fedcluster show algorithm=<name>)",
-              "warmup_rounds": "it is algorithm.warmup_rounds, IFCA-CAM's own FedAvg warm-up"}
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
@@ -111,7 +108,8 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
         if isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
             name = getattr(cause, "key", None) or str(key).rsplit(".", 1)[-1]
             if str(key) in MOVED_KEYS:
-                return f"{key} is not a setting: {MOVED_KEYS[str(key)]}"
+                moved = MOVED_KEYS[str(key)]
+                return f"{key} is not a setting: it is {moved.now}, {moved.what}"
             parent = getattr(cause, "parent_node", None)
             siblings = _keys_of(parent)
             where = str(key).rsplit(".", 1)[0] if "." in str(key) else "top level"

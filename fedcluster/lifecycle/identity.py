@@ -8,6 +8,8 @@ trackers, a sweep's objective), never its numbers; two requests that differ only
 keys are the same run."""
 import hashlib
 import json
+from dataclasses import dataclass
+from typing import Optional
 
 VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "logger", "hydra")
 # Command-line overrides left out of a sweep job's directory name: the volatile keys (Hydra's
@@ -38,16 +40,31 @@ NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", ("fedclus
                       ("algorithm", "base", "client_fraction"): ("_target_", ("fedcluster.algorithms.FeSEM",))}
 
 
-# Top-level keys removed after runs were recorded, each with where its value lives now and the value it had
-# by default (2026-11-28: `warmup_rounds`, IFCA-CAM's FedAvg warm-up, is the algorithm's own setting; every other
-# method never read it). A stored config that still has one is the same run without it (`comparable`: the
-# directory check and the report's grouping); the fingerprint counts it at the run's value, so a run's
-# fingerprint and run_id are those it had while the key existed (`config_fingerprint`), and seals written either
-# way are accepted (`accepted_fingerprints`).
-# key: ((the node that took it over, its name there), (a key of that node, the value it has where the node took
-# the retired key's value), the default everyone else had). IFCA-CAM (warmup: fedavg) interpolated it;
-# FeSEM-CAM's own warmup_rounds (its start-up) is another setting, and the top-level key was its default there.
-RETIRED_KEYS = {"warmup_rounds": (("algorithm", "warmup_rounds"), ("warmup", "fedavg"), 30)}
+# Top-level keys that became a component's own setting (2026-11-28), declared once: where each lives now, which a
+# user who still types one is told in one line (config/composition.py), and how earlier runs keep their identity.
+# `client_dropout` was top-level for a day, always at its neutral 0 in recorded runs (NEUTRAL_ADDED_KEYS);
+# `warmup_rounds`, IFCA-CAM's FedAvg warm-up, was a key of every run, so it is retired (`retired`, below).
+# A stored config that still has a retired key is the same run without it (`comparable`: the directory check and
+# the report's grouping); the fingerprint counts it at the run's value, so a run's fingerprint and run_id are those
+# it had while the key existed (`config_fingerprint`), and seals written either way are accepted
+# (`accepted_fingerprints`). retired: ((the node that took it over, its name there), (a key of that node, the value
+# it has where the node took the retired key's value), the default everyone else had). IFCA-CAM (warmup: fedavg)
+# interpolated it; FeSEM-CAM's own warmup_rounds (its start-up) is another setting, and the top-level key was its
+# default there.
+@dataclass(frozen=True)
+class MovedKey:
+    now: str                        # where the setting lives now, as a user types it
+    what: str                       # what it is there, for the one-line refusal
+    retired: Optional[tuple] = None
+
+
+MOVED_KEYS = {
+    "client_dropout": MovedKey("algorithm.client_dropout", "beside algorithm.client_fraction, on the methods that "
+                                                           "sample clients (fedcluster show algorithm=<name>)"),
+    "warmup_rounds": MovedKey("algorithm.warmup_rounds", "IFCA-CAM's own FedAvg warm-up",
+                              retired=(("algorithm", "warmup_rounds"), ("warmup", "fedavg"), 30)),
+}
+RETIRED_KEYS = {key: moved.retired for key, moved in MOVED_KEYS.items() if moved.retired is not None}
 
 
 def _retired_value(config: dict, key: str):
