@@ -1,4 +1,4 @@
-# Sourced by scripts/gpu_check.sh and scripts/run_queue.sh (from the repository root): $PY, this checkout
+# Sourced by scripts/gpu_check.sh, and before a grid on a GPU machine (from the repository root): $PY, this checkout
 # on PYTHONPATH, and hydra-core/omegaconf from the wheels in ${FEDCLUSTER_WHEELS:-.whl} (made by
 # scripts/gpu_wheels.sh) where the machine has torch but not them (the GPU machines, no internet).
 PY=${PYTHON:-python3}

@@ -46,9 +46,11 @@ INSTEAD = {   # options that need other data than CONTEXT gives their group
 
 
 def sweep_firsts(preset: str):
-    """The first value of each of a preset's sweep parameters, as overrides: one job of its grid."""
-    params = OmegaConf.load(CONF / "preset" / f"{preset}.yaml").get("hydra", {}).get("sweeper", {}).get("params", {})
-    return [f"{k}={str(v).split(',')[0]}" for k, v in params.items()]
+    """The first value of each of a preset's sweep parameters, as overrides, and its first row's where it sweeps
+    rows (hydra/sweeper=rows): one job of its grid."""
+    sweeper = OmegaConf.load(CONF / "preset" / f"{preset}.yaml").get("hydra", {}).get("sweeper", {})
+    params = sweeper.get("params", {}) or {}
+    return [f"{k}={str(v).split(',')[0]}" for k, v in params.items()] + list((sweeper.get("rows") or [[]])[0])
 
 
 @pytest.fixture(scope="module")

@@ -171,3 +171,28 @@ def test_no_joblib_worker_outlives_a_killed_sweep(tmp_path):
     while any(_alive(p) for p in workers) and time.time() < deadline:
         time.sleep(0.5)
     assert not [p for p in workers if _alive(p)]
+
+
+def test_a_joblib_sweep_stopped_with_its_process_group_stops_and_runs_nothing_again(tmp_path):
+    """SIGTERM to the whole process group (`timeout`, a scheduler's stop, Ctrl-C in a terminal): the workers die of it
+    and the launching process, told to stop too, stops as a stopped run does; it does not take the workers' deaths
+    for out-of-memory kills and run their jobs again alone, and no process outlives it."""
+    import signal
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = subprocess.Popen([sys.executable, "-m", "fedcluster", "-m", *TINY, "hydra/launcher=parallel", "rounds=150",
+                             "progress=false", "checkpoint_every=0", "seed=0,1", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline, workers = time.time() + 240, []
+    while not workers:
+        assert proc.poll() is None and time.time() < deadline
+        if (tmp_path / "sweep").exists() and list((tmp_path / "sweep").glob("*/config.yaml")):
+            workers = [p for p, cmd in _children(proc.pid) if "popen_loky" in cmd or "LokyProcess" in cmd]
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert "runs again alone" not in err and "Traceback" not in err, err[-3000:]
+    deadline = time.time() + 30
+    while any(_alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not [p for p in workers if _alive(p)] and finished(tmp_path) == []

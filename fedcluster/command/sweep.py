@@ -5,7 +5,8 @@ process collects, and the sweep ends with one line (finished, skipped, failed jo
 Hydra ends a sweep at its first failed job (its sweepers read every JobReturn's value, which
 re-raises the job's exception) and at the first job whose config cannot be composed (the basic
 sweeper composes every job before launching any). `install` wraps two Hydra methods in the
-launching process so that one bad job is reported and the others go on:
+launching process so that one bad job is reported and the others go on (and a third, so that a sweeper of
+fedcluster's own, rows_sweeper.py, is built as its launchers are):
 - composing a job: a job whose overrides cannot be composed gets the sweep's base config, its own
   overrides (so its own directory name) and the one-line reason under REFUSAL_KEY; its task
   returns "refused" without building anything;
@@ -178,6 +179,23 @@ def own_launcher(hydra_context, task_function, config):
     return launcher
 
 
+def _own_sweeper_first(original):
+    def instantiate_sweeper(self, *, hydra_context, task_function, config):
+        """A sweeper of fedcluster's own (hydra/sweeper=rows: a `_target_` in this package), built here, as
+        `own_launcher` builds launchers; Hydra's own and its plugins' as Hydra builds them."""
+        from hydra.utils import get_class
+        from omegaconf import OmegaConf
+        target = config.hydra.sweeper.get("_target_") if config.hydra.sweeper is not None else None
+        if not isinstance(target, str) or not target.startswith(__package__.split(".")[0] + "."):
+            return original(self, hydra_context=hydra_context, task_function=task_function, config=config)
+        settings = {k: v for k, v in OmegaConf.to_container(config.hydra.sweeper, resolve=True).items() if k != "_target_"}
+        sweeper = get_class(target)(**settings)
+        sweeper.setup(hydra_context=hydra_context, task_function=task_function, config=config)
+        return sweeper
+    instantiate_sweeper.__wrapped__ = original
+    return instantiate_sweeper
+
+
 def worker_died(error: BaseException) -> bool:
     """A launcher's worker process ended under a job (joblib/loky: TerminatedWorkerError, a broken
     process pool), rather than the job raising."""
@@ -206,7 +224,11 @@ def after_worker_death(launcher, launch_and_collect, launch, job_overrides, init
     """A worker died while the batch ran (its pool is gone, and with it every job's return). Each job is
     then told apart by its directory: finished (summary.json) is recorded as such; one that was running
     (its run started, no summary) is named in one line and run again alone, once, so a job killed for
-    its memory is named as failed and the others go on; the jobs not yet started are launched again."""
+    its memory is named as failed and the others go on; the jobs not yet started are launched again. Unless
+    this process was told to stop too (`timeout`, a scheduler's SIGTERM, Ctrl-C reach the whole process group,
+    and with it the workers): then the sweep stops here, as a stopped run does, and relaunches nothing."""
+    from .. import signals
+    signals.check()   # a stop noted while the batch ran: raised now (Stopped), before anything is run again
     dirs = [_job_dir(launcher, o) for o in job_overrides]
     done = [d is not None and (d / "summary.json").is_file() for d in dirs]
     running = [d is not None and not f and (d / "config.yaml").exists() for d, f in zip(dirs, done)]
@@ -271,4 +293,6 @@ def install() -> None:
     ConfigLoaderImpl.load_sweep_config = _refusing_load_sweep_config(load)
     make = getattr(Plugins.instantiate_launcher, "__wrapped__", Plugins.instantiate_launcher)
     Plugins.instantiate_launcher = _collecting_instantiate_launcher(make)
+    sweeper = getattr(Plugins.instantiate_sweeper, "__wrapped__", Plugins.instantiate_sweeper)
+    Plugins.instantiate_sweeper = _own_sweeper_first(sweeper)
     watch_parent()

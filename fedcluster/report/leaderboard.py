@@ -410,34 +410,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, default=None, help="default: the page's path with .csv")
     p.add_argument("--plan", action="store_true",
                    help=f"only write SWEEP/{PLAN}, the whole grid of the presets {', '.join(PRESETS)}")
-    p.add_argument("--list", action="store_true",
-                   help="only print each job's `fedcluster` arguments, one job per line, into SWEEP (for a queue "
-                        "that runs single jobs side by side within a time limit, scripts/run_queue.sh)")
-    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="with --list: added to every job (e.g. hardware=cuda)")
     return p
 
 
 def parse(argv=None) -> argparse.Namespace:
-    """The arguments, overrides allowed only with --list (one line otherwise, argparse's exit 2)."""
-    p = parser()
-    a = p.parse_intermixed_args(argv)
-    bad = next((o for o in a.overrides if "=" not in o or o.startswith("-")), None)
-    if bad is not None or (a.overrides and not a.list):
-        p.error(f"argument {bad or a.overrides[0]!r}: overrides (key=value) go with --list only")
-    return a
+    return parser().parse_args(argv)
 
 
 def main(argv=None) -> int:
     a = parse(argv)
-    if a.list:
-        try:
-            for job in planned_jobs():
-                args = [f"+preset={job['preset']}"] + [f"hydra.sweeper.params.{k}={v}" for k, v in job.items()
-                                                       if k != "preset"]
-                print(" ".join(args + a.overrides + [f"hydra.sweep.dir={a.sweep}"]), flush=True)
-        except BrokenPipeError:   # `... --list | head`: the reader has gone; not an error
-            sys.stderr.close()
-        return 0
     if a.plan:
         a.sweep.mkdir(parents=True, exist_ok=True)
         path = write_plan(a.sweep)
