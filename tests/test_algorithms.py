@@ -133,7 +133,7 @@ def test_ifca_under_cam_label_pick_is_by_the_additive_models_loss():
     partner = torch.stack([split.x[0] @ (w[1] - w[0]), torch.zeros(5)])   # client 0: h + f_0 fits exactly
     assert alg.models_on(fed, split, partner).tolist() == [0, 0]
     assert alg.models_on(fed, split).tolist() == [1, 0]
-    out = alg.label_picks(fed, split, partner)["label_pick"]
+    out = alg.predictors(fed, split, partner)["local:label_pick"]
     assert torch.allclose(out[0, :5], split.x[0] @ w[0], atol=1e-5)
 
 

@@ -96,14 +96,14 @@ def test_cam_prediction_is_global_plus_assigned_cluster():
     base.assignment = torch.tensor([1, 0])
     cam = CAM(base, warmup_rounds=0)
     cam.global_model = {"weight": g[None]}
-    out = cam.local_outputs(fed, fed.split)
+    out = cam.predictors(fed, fed.split)["local"]
     lin = lambda w, v: v @ w.T
     torch.testing.assert_close(out[0], lin(g, x[0]) + lin(k1, x[0]))
     torch.testing.assert_close(out[1, :1], lin(g, x[1, :1]) + lin(k0, x[1, :1]))
     # during the FedAvg warm-up only the global model predicts
     cam.warmup_rounds = 5
     cam.serving = cam.phase(0)   # what round 0 trains, and so what serves, under a 5-round warm-up
-    torch.testing.assert_close(cam.local_outputs(fed, fed.split)[0], lin(g, x[0]))
+    torch.testing.assert_close(cam.predictors(fed, fed.split)["local"][0], lin(g, x[0]))
 
 
 def test_cam_serves_the_phase_of_the_last_round_planned_also_from_an_older_checkpoint():

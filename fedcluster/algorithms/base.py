@@ -133,27 +133,16 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         """[N] each client's own (personalized) model."""
         raise NotImplementedError
 
-    def local_outputs(self, fed: Federation, split) -> torch.Tensor:
-        """Each client's predictor on its own samples of `split` (a ClientSplit): [N, Nmax, ...].
-        Default: the client's local model; additive and ensemble methods override it."""
-        return outputs_paired(fed.model, self.local_models(fed), split.x, split.n, fed.batched_forward)
-
-    def label_picks(self, fed: Federation, split, partner: Optional[torch.Tensor] = None) -> dict:
-        """{name: outputs [N, Nmax, ...]} of predictors that pick each client's model with the
-        labels of the data being scored (a paper code's rule, such as IFCA's re-pick by test
-        loss), where the method is configured to report them; `partner`: logits the picked model
-        is added to (Fed-CAM's h), so the pick is by the sum's loss. Reported only as
-        "local:<name>", in columns of their own: such a pick never scores the method. Default: none."""
-        return {}
-
-    def predictors(self, fed: Federation, split) -> dict:
-        """The one scoring hook evaluation calls (`local_models`, `local_outputs` and `label_picks` are its
-        default's building blocks). Every predictor scored for each client: {"local": `local_outputs`}, which no label of
-        `split` may influence (tests/test_label_free_scoring.py), plus, for a method that can
-        predict more than one way from the same training, {"local:<name>": outputs} (FedEM:
-        mixture and top component; IFCA's labelled `label_pick`), so one run reports them all."""
-        return {"local": self.local_outputs(fed, split)} | {
-            f"local:{name}": out for name, out in self.label_picks(fed, split).items()}
+    def predictors(self, fed: Federation, split, partner: Optional[torch.Tensor] = None) -> dict:
+        """The one scoring hook evaluation calls: every predictor scored for each client on its samples of `split`
+        (a ClientSplit), as outputs [N, Nmax, ...]. {"local": outputs}, which no label of `split` may influence
+        (tests/test_label_free_scoring.py; default: each client's `local_models` row), plus, for a method that
+        can predict more than one way from the same training, {"local:<name>": outputs} (FedEM: mixture and top
+        component; IFCA's `label_pick`, its paper code's re-pick of each client's model by the loss on the data
+        scored, reported in a column of its own and never scoring the method), so one run reports them all.
+        `partner`: logits [N, Nmax, ...] the outputs will be added to (Fed-CAM's h): a predictor that picks by a
+        loss picks by the sum's. The outputs are returned without it."""
+        return {"local": outputs_paired(fed.model, self.local_models(fed), split.x, split.n, fed.batched_forward)}
 
     def newcomer_models(self, fed: Federation, newcomers: Federation) -> Optional[Stack]:
         """[N'] the model this method gives each client that joins after training (partition.holdout_clients,

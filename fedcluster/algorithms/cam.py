@@ -100,21 +100,17 @@ class CAM(Algorithm):
         return Parts([(len(cluster_plan.clients), base),
                       (len(global_plan.clients), global_mean_fold(global_plan.clients, fed, set_global))])   # eq. (9)
 
-    def local_outputs(self, fed, split):
-        return self.predictors(fed, split)["local"]
-
-    def predictors(self, fed, split):
-        """eq. (1) as "local", and the base method's labelled picks (IFCA's label_pick, made by the
-        loss of h + f and scored as h + f) as "local:<name>", with h(x; Theta_g) computed once.
-        During a warm-up: the model being warmed up, with the base's own picks (FeSEM-CAM)."""
+    def predictors(self, fed, split, partner=None):
+        """eq. (1), h + f, for every predictor of the base method (its "local", and its labelled picks such as
+        IFCA's label_pick, made by the loss of h + f), with h(x; Theta_g) computed once. During a warm-up: the
+        model being warmed up, with the base's own picks (FeSEM-CAM)."""
         phase = self.serving
         if phase == "fedavg":
             return {"local": self.global_logits(fed, split)}
         if phase == "base":
             return self.base.predictors(fed, split)
         h = self.global_logits(fed, split)
-        return {"local": h + self.base.local_outputs(fed, split)} | {
-            f"local:{name}": h + out for name, out in self.base.label_picks(fed, split, h).items()}
+        return {name: h + out for name, out in self.base.predictors(fed, split, h).items()}
 
     def local_models(self, fed):
         return self.base.local_models(fed)

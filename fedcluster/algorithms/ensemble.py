@@ -39,8 +39,9 @@ class Ensemble(Algorithm):
         for j, (member, p, part) in enumerate(zip(self.members, plan.parts, plan.split(trained))):
             member.aggregate(t, p, part, self._view(fed, j))
 
-    def local_outputs(self, fed, split):
-        return soft_vote([m.local_outputs(self._view(fed, j), split) for j, m in enumerate(self.members)])
+    def predictors(self, fed, split, partner=None):
+        """The members' local predictors, soft-voted (their labelled alternatives are not the ensemble's)."""
+        return {"local": soft_vote([m.predictors(self._view(fed, j), split)["local"] for j, m in enumerate(self.members)])}
 
     def local_models(self, fed):
         return self.members[0].local_models(fed)

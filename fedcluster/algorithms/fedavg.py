@@ -40,8 +40,9 @@ class FedAvg(Algorithm):
     def local_models(self, fed):
         return copies(self.global_model, fed.num_clients, fed.device)
 
-    def local_outputs(self, fed, split):
-        return outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]
+    def predictors(self, fed, split, partner=None):
+        """Every client predicts with the one global model: one pass of it over all clients' samples."""
+        return {"local": outputs_on_clients(fed.model, self.global_model, split.x, split.mask)[0]}
 
     def newcomer_models(self, fed, newcomers):
         """A client that never trained gets the global model, as every client does."""

@@ -95,10 +95,7 @@ class FedEM(Algorithm):
         top = outs[self.pi.argmax(1), torch.arange(outs.shape[1], device=outs.device)]
         return {"mixture": mixture_prediction(outs, self.pi, fed.data.task), "top_component": top}
 
-    def local_outputs(self, fed, split):
-        return self._predictions(fed, split)[self.local_predictor]
-
-    def predictors(self, fed, split):
+    def predictors(self, fed, split, partner=None):
         """The configured predictor as "local", the other as "local:<name>"."""
         predictions = self._predictions(fed, split)
         main = predictions.pop(self.local_predictor)

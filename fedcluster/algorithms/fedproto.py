@@ -104,13 +104,14 @@ class FedProto(Algorithm):
     def local_models(self, fed):
         return self.local
 
-    def local_outputs(self, fed, split):
+    def predictors(self, fed, split, partner=None):
+        """Each sample's class: its nearest global prototype in the local model's feature space."""
         C = fed.data.num_classes
         out = torch.zeros(fed.num_clients, split.x.shape[1], C, dtype=fed.dtype, device=fed.device)
         if self.prototypes is None:
-            return out
+            return {"local": out}
         feats = outputs_paired(fed.model, self.local, split.x, split.n, fed.batched_forward, features=True)
         for k, n in enumerate(split.n.tolist()):
             if n:
                 out[k, :n] = nearest_prototype_logits(feats[k, :n], self.prototypes, self.have).to(out.dtype)
-        return out
+        return {"local": out}

@@ -49,7 +49,7 @@ class IFCA(ClusteredAlgorithm):
     the model with the smallest loss on that data, which reads the test labels. That rule is
     `report_label_pick: true`: it is scored as well, but only as the separate predictor
     `local:label_pick` (its own labelled column in the reports), never as the method's score.
-    Under CAM its pick is by the loss of the additive model h + f (`label_picks`)."""
+    Under CAM its pick is by the loss of the additive model h + f (`predictors`' partner)."""
     state = ("centers", "assignment", "loss_vectors")
     name = "ifca"
 
@@ -104,8 +104,11 @@ class IFCA(ClusteredAlgorithm):
         mean = losses.masked_fill(~split.mask.unsqueeze(0), 0.0).sum(2) / split.n.clamp_min(1).to(losses.dtype)
         return mean.argmin(0)
 
-    def label_picks(self, fed, split, partner=None):
-        if not self.report_label_pick:
-            return {}
-        picked = rows_of(self.centers, self.models_on(fed, split, partner))
-        return {"label_pick": outputs_paired(fed.model, picked, split.x, split.n, fed.batched_forward)}
+    def predictors(self, fed, split, partner=None):
+        """Each client's assigned cluster model as "local"; with `report_label_pick`, also the model its paper
+        code re-picks by the loss on the data scored (of partner + model), as "local:label_pick"."""
+        out = super().predictors(fed, split, partner)
+        if self.report_label_pick:
+            picked = rows_of(self.centers, self.models_on(fed, split, partner))
+            out["local:label_pick"] = outputs_paired(fed.model, picked, split.x, split.n, fed.batched_forward)
+        return out

@@ -90,7 +90,7 @@ class PerFedAvg(FedAvg):
                 out[name][k] = glob[name] - self.alpha * g[name]
         return out
 
-    def local_outputs(self, fed, split):
+    def predictors(self, fed, split, partner=None):
         """Each client's personalised model on its samples (the base rule; FedAvg's shortcut
         through the one global model does not apply)."""
-        return Algorithm.local_outputs(self, fed, split)
+        return Algorithm.predictors(self, fed, split, partner)
