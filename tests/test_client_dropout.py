@@ -98,3 +98,21 @@ def test_participation_csv_records_who_trained_each_round_and_a_resumed_run_keep
         assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "straight" / name).read_bytes()
     run(small_cfg(algorithm="ifca"), tmp_path / "everyone")
     assert not (tmp_path / "everyone" / "participation.csv").exists()
+
+
+def test_a_cam_method_records_participation_from_its_base_methods_sampling(tmp_path, small_cfg):
+    """IFCA-CAM's client_fraction and client_dropout are its base method's (algorithm.base.*): after the FedAvg
+    warm-up (every client) each round's reporting clients are the base's seeded sample, so participation.csv is
+    written as for IFCA alone."""
+    from fedcluster.algorithms.federation import Federation
+    summary = run(small_cfg("algorithm.base.client_fraction=0.5", "algorithm.base.client_dropout=0.2",
+                            "algorithm.warmup_rounds=1", algorithm="ifca_cam"), tmp_path / "cam")
+    table = pd.read_csv(tmp_path / "cam" / "participation.csv")
+    fed = Federation.__new__(Federation)
+    fed.seed, fed.device = 0, torch.device("cpu")
+    fed.data = type("D", (), {"num_clients": summary["num_clients"]})()
+    rounds = sorted(table["round"].unique())
+    assert rounds == list(range(summary["rounds"]))
+    assert len(table[table["round"] == 0]) == summary["num_clients"]   # the warm-up trains everyone
+    for t in rounds[1:]:
+        assert set(table[table["round"] == t]["client"]) == set(fed.sample_clients(0.5, int(t), 0.2).tolist())

@@ -45,6 +45,15 @@ class CAM(Algorithm):
         self.name = f"{base.name}_cam"
         self.serving = self.phase(0)   # before any round: the phase round 0 trains
 
+    @property
+    def client_fraction(self) -> float:
+        """The base method's: it draws the clients each CAM round trains (record.py's participation.csv reads it)."""
+        return getattr(self.base, "client_fraction", 1.0)
+
+    @property
+    def client_dropout(self) -> float:
+        return getattr(self.base, "client_dropout", 0.0)
+
     def setup(self, fed):
         self.base.setup(fed)
         self.global_model = fed.init_models(1, "global")
