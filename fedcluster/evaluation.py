@@ -1,18 +1,22 @@
 """Per-round evaluation: cluster models on each distribution's held-out test set, local
 models on each client's held-out local test split and (labelled separately) on its training
 split, and the clustering's agreement with the ground truth."""
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
 import torch
 
 from .algorithms.base import Algorithm, Federation
-from .engine.forward import outputs_on_shared, outputs_paired
+from .engine.forward import outputs_on_shared
 from .engine.losses import per_sample_loss
 from .metrics import ari, model_metrics
 
 
-def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True) -> List[dict]:
+def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True,
+             local_training: Optional[Callable] = None) -> List[dict]:
+    """Every metric row of round t: the cluster models on each distribution's test set, each client's predictors
+    on its own splits, and the held-out clients (`newcomer_rows`; `local_training(t, plan, view)`: the run's local
+    training, for a newcomer rule that trains)."""
     data, rows = fed.data, []
     task, C = data.task, data.num_classes
 
@@ -37,23 +41,23 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True) -> 
         + ([("local_val", data.validation)] if data.validation is not None else [])
     for eval_set, split in splits:
         rows += score_split(t, alg, fed, eval_set, split)
-    return rows + newcomer_rows(t, alg, fed)
+    return rows + newcomer_rows(t, alg, fed, local_training)
 
 
 UNSEEN_TEST = "unseen_test"
 
 
-def newcomer_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
+def newcomer_rows(t: int, alg: Algorithm, fed: Federation, local_training: Optional[Callable] = None) -> List[dict]:
     """The held-out clients (partition.holdout_clients), each with the model the method's own rule picks from
     its training data (`Algorithm.newcomer_models`), scored on its test split: eval_set `unseen_test`, model
     `local`, model_index its position among the held-out clients (summary.json's `unseen_clients` gives
     their partition ids)."""
     if fed.newcomers is None:
         return []
-    view = fed.newcomer_view()
+    train = None if local_training is None else (lambda plan, view: local_training(t, plan, view))
+    view = fed.newcomer_view(train)
     split = view.data.local_test
-    out = outputs_paired(view.model, alg.newcomer_models(fed, view), split.x, split.n, view.batched_forward)
-    return split_rows(t, view, UNSEEN_TEST, split, {"local": out})
+    return split_rows(t, view, UNSEEN_TEST, split, alg.newcomer_predictors(fed, view, split))
 
 
 ROUND_START_TRAIN = "round_start_train"

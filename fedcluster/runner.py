@@ -20,9 +20,10 @@ from .lifecycle.provenance import source_revision
 from .lifecycle.divergence import DivergenceWatch
 from .data.budget import rows_per_chunk
 from .engine.allocator import keep_freed_memory
-from .engine.clients import client_chunks, concat_results
+from .engine.clients import client_chunks, concat_results, run_clients
 from .engine.records import LocalResult
 from .models.stacked import all_finite
+from .rng import derived_seed
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .lifecycle.identity import accepted_fingerprints, config_fingerprint
 from .lifecycle.integrity import seal_summary
@@ -143,7 +144,8 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
             if evaluated:
-                rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train)
+                rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train,
+                                local_training=newcomer_training(trainer, engine, cfg.seed, chunk))
                 record.metrics += rows
                 record.assignments += assignment_rows(t, alg)
                 local = np.mean([r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test"
@@ -196,6 +198,16 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
         close_run_log(log)
         if bar is not None:
             bar.close()
+
+
+def newcomer_training(trainer, engine: str, seed: int, chunk: Optional[int]):
+    """The run's local training, for a newcomer rule that reads a locally trained model (Federation.train on the
+    newcomer view, evaluation.newcomer_rows): a plan's rows on the newcomers' data, from fresh optimizer state, their
+    batches from a stream of their own (purpose 'newcomers', the round), so scoring newcomers draws nothing from the
+    trained clients' streams."""
+    def train(t, plan, view):
+        return run_clients(t, plan, trainer, view.data.train, engine, derived_seed(seed, "newcomers"), None, chunk).params
+    return train
 
 
 def train_round(t: int, plan, alg, trainer, fed, engine: str, seed: int, chunk: Optional[int], record: RunRecord,

@@ -28,9 +28,10 @@ def data_root(tmp_path_factory):
     return root
 
 
-def trained(overrides, root, rounds=2, adjust=None):
+def trained(overrides, root, rounds=2, adjust=None, local_training=False):
     """(algorithm, federation) after `rounds` rounds of the composed config, by the run's own steps;
-    `adjust(cfg)`: a change to the shrunk config before it is built."""
+    `adjust(cfg)`: a change to the shrunk config before it is built. `local_training`: also the run's local
+    training for newcomers (runner.newcomer_training, as evaluation hands it to Federation.newcomer_view)."""
     cfg = shrink(make_cfg(overrides), root)
     if adjust is not None:
         adjust(cfg)
@@ -42,6 +43,10 @@ def trained(overrides, root, rounds=2, adjust=None):
         plan = alg.plan(t, fed)
         result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed)
         alg.aggregate(t, plan, result.params, fed)
+    if local_training:
+        from fedcluster.runner import newcomer_training
+        train = newcomer_training(trainer, engine, cfg.seed, None)
+        return alg, fed, (lambda plan, view: train(rounds - 1, plan, view))
     return alg, fed
 
 

@@ -147,10 +147,18 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
     def newcomer_models(self, fed: Federation, newcomers: Federation) -> Optional[Stack]:
         """[N'] the model this method gives each client that joins after training (partition.holdout_clients,
         data/holdout.py), chosen by the method's own rule from the newcomers' training data alone
-        (`newcomers.data.train`; their test data is what the model is then scored on). `fed`: the trained
-        clients' run. None (default): the method has no such rule, and a run that holds clients out is refused
+        (`newcomers.data.train`; their test data is what the model is then scored on; `newcomers.train(plan)`
+        trains a plan's rows on it, for a rule that reads a locally trained model). `fed`: the trained clients'
+        run. None (default): the method has no such rule, and a run that holds clients out is refused
         (`serves_newcomers`)."""
         return None
+
+    def newcomer_predictors(self, fed: Federation, newcomers: Federation, split) -> dict:
+        """The newcomers' predictors on their `split`, as `predictors` gives the trained clients': by default
+        each newcomer's `newcomer_models` row; a method whose predictor is not one model (FedEM's mixture,
+        CAM's h + f) overrides it."""
+        models = self.newcomer_models(fed, newcomers)
+        return {"local": outputs_paired(newcomers.model, models, split.x, split.n, newcomers.batched_forward)}
 
     def assignment_weights(self) -> Optional[torch.Tensor]:
         """[N, K] each client's weight on each cluster model (importance weights, or one-hot)."""
@@ -210,5 +218,8 @@ def random_assignment(n: int, k: int, g: torch.Generator) -> torch.Tensor:
 
 
 def serves_newcomers(cls) -> bool:
-    """Whether algorithm class `cls` picks a model for a client it never trained (overrides `newcomer_models`)."""
-    return isinstance(cls, type) and issubclass(cls, Algorithm) and cls.newcomer_models is not Algorithm.newcomer_models
+    """Whether algorithm class `cls` serves a client it never trained (overrides `newcomer_models` or
+    `newcomer_predictors`)."""
+    return isinstance(cls, type) and issubclass(cls, Algorithm) and (
+        cls.newcomer_models is not Algorithm.newcomer_models
+        or cls.newcomer_predictors is not Algorithm.newcomer_predictors)

@@ -121,6 +121,19 @@ class CAM(Algorithm):
         h = self.global_logits(fed, split)
         return {name: h + out for name, out in self.base.predictors(fed, split, h).items()}
 
+    def newcomer_predictors(self, fed, newcomers, split):
+        """A client that joins after training, under Fed-CAM: the base method's own newcomer rule on the additive
+        model, every loss it reads and any local training it runs being of h + f with h(x; Theta_g) frozen (IFCA-CAM:
+        the cluster model of least loss of h + f on the newcomer's training data, eq. 2), scored as h + f (eq. 1).
+        During a warm-up, as the trained clients are served: the model being warmed up."""
+        if self.serving == "fedavg":
+            return {"local": self.global_logits(newcomers, split)}
+        if self.serving == "base":
+            return self.base.newcomer_predictors(fed, newcomers, split)
+        additive = newcomers.with_offsets(self.global_logits(newcomers, newcomers.data.train))
+        h = self.global_logits(newcomers, split)
+        return {name: h + out for name, out in self.base.newcomer_predictors(fed, additive, split).items()}
+
     def local_models(self, fed):
         return self.base.local_models(fed)
 

@@ -51,9 +51,19 @@ def bipartition(updates: torch.Tensor) -> np.ndarray:
     return AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete").fit_predict(distance)
 
 
+def split_node(cluster: int, new: int, centers: Stack, updates: torch.Tensor, halves: np.ndarray) -> dict:
+    """One node of the parameter tree: the cluster that split, its new half's index, the model it had when it split
+    and the mean unit update of each half's clients ([2, P]: the half that keeps `cluster`, then the new one)."""
+    unit = torch.nn.functional.normalize(updates.double(), dim=1)
+    moved = torch.as_tensor(halves == 1, device=unit.device)
+    directions = torch.stack([unit[~moved].mean(0), unit[moved].mean(0)]).to(updates.dtype)
+    return {"cluster": cluster, "new": new, "model": {k: v[cluster].clone() for k, v in centers.items()},
+            "directions": directions}
+
+
 class CFL(ClusteredAlgorithm):
     name = "cfl"
-    state = ("centers", "assignment", "split_log")
+    state = ("centers", "assignment", "split_log", "tree")
 
     def __init__(self, eps1: Annotated[float, AtLeast(0)] = 0.4, eps2: Annotated[float, AtLeast(0)] = 1.6,
                  split_after_round: Annotated[int, AtLeast(0)] = 20, max_clusters: Annotated[int, AtLeast(0)] = 0,
@@ -66,6 +76,9 @@ class CFL(ClusteredAlgorithm):
         self.centers = fed.init_models(1, "centers")
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
         self.split_log: List[dict] = []
+        # the parameter tree, one node per split in the order they happened: the cluster that split, the index of
+        # its new half, the model it had then, and each half's mean unit update then (for newcomers)
+        self.tree: List[dict] = []
 
     @property
     def num_clusters(self) -> int:   # grows with every split
@@ -92,6 +105,7 @@ class CFL(ClusteredAlgorithm):
             if split:
                 halves = bipartition(updates[members])
                 new = self.num_clusters
+                self.tree.append(split_node(c, new, self.centers, updates[members], halves))
                 self.centers = {k: torch.cat([v, v[c:c + 1]]) for k, v in self.centers.items()}
                 assigned[members[torch.as_tensor(halves == 1, device=fed.device)]] = new
         self.assignment = self.assignment.index_put((plan.clients,), assigned)   # absent clients keep theirs
@@ -104,6 +118,26 @@ class CFL(ClusteredAlgorithm):
                     delta = trained[k][members] - plan.start[k][members]
                     step[k][c] = self.centers[k][c] + torch.einsum("m,m...->...", w, delta)
         self.centers = step
+
+    def newcomer_models(self, fed, newcomers):
+        """CFL's rule for a client that joins later (Sattler et al. 2021: it traverses the parameter tree from the
+        root, each time moving to the branch whose clients' updates are more like its own): at each split of the
+        cluster it is in, in the order the splits happened, the newcomer trains from the model that cluster had
+        then, and takes the half whose clients' mean unit update (kept at the split) has the larger cosine
+        similarity with its update; a tie keeps it in the half that kept the parent's index. Its model is its
+        leaf cluster's."""
+        N = newcomers.num_clients
+        cluster = torch.zeros(N, dtype=torch.long, device=newcomers.device)
+        for node in self.tree:
+            at = torch.nonzero(cluster == node["cluster"]).squeeze(1)
+            if not len(at):
+                continue
+            start = {k: v.to(newcomers.device).unsqueeze(0).expand(len(at), *v.shape).clone()
+                     for k, v in node["model"].items()}
+            update = flat_updates(newcomers.train(RoundPlan(at, start)), start)
+            similarity = torch.nn.functional.normalize(update.double(), dim=1) @ node["directions"].double().to(update.device).T
+            cluster[at[similarity[:, 1] > similarity[:, 0]]] = node["new"]
+        return rows_of(self.centers, cluster.to(self.assignment.device))
 
     def artifacts(self):
         """cfl_splits.csv: update norms per cluster and round, to calibrate eps1/eps2."""

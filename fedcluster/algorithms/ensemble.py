@@ -43,6 +43,11 @@ class Ensemble(Algorithm):
         """The members' local predictors, soft-voted (their labelled alternatives are not the ensemble's)."""
         return {"local": soft_vote([m.predictors(self._view(fed, j), split)["local"] for j, m in enumerate(self.members)])}
 
+    def newcomer_predictors(self, fed, newcomers, split):
+        """A newcomer gets the members' vote, each member serving it by its own rule (FedAvg+: the K global models)."""
+        return {"local": soft_vote([m.newcomer_predictors(self._view(fed, j), self._view(newcomers, j), split)["local"]
+                                    for j, m in enumerate(self.members)])}
+
     def local_models(self, fed):
         return self.members[0].local_models(fed)
 

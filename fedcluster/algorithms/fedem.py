@@ -11,6 +11,7 @@ from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
+NEWCOMER_EM_STEPS = 100   # EM on a newcomer's mixture weights alone converges in a few tens of steps
 
 
 def e_step(per_sample_losses: torch.Tensor, log_pi: torch.Tensor, mask: torch.Tensor):
@@ -89,17 +90,33 @@ class FedEM(Algorithm):
         """Each client's largest-pi component."""
         return rows_of(self.components, self.pi.argmax(1))
 
-    def _predictions(self, fed, split) -> dict:
-        """Both predictors from one pass of every component over every client's samples."""
+    def _predictions(self, fed, split, pi) -> dict:
+        """The configured predictor as "local", the other as "local:<name>", of clients with mixture weights `pi`
+        [N, M], from one pass of every component over every client's samples."""
         outs = outputs_on_clients(fed.model, self.components, split.x, split.mask)   # [M, N, Nmax, ...]
-        top = outs[self.pi.argmax(1), torch.arange(outs.shape[1], device=outs.device)]
-        return {"mixture": mixture_prediction(outs, self.pi, fed.data.task), "top_component": top}
-
-    def predictors(self, fed, split, partner=None):
-        """The configured predictor as "local", the other as "local:<name>"."""
-        predictions = self._predictions(fed, split)
+        top = outs[pi.argmax(1), torch.arange(outs.shape[1], device=outs.device)]
+        predictions = {"mixture": mixture_prediction(outs, pi, fed.data.task), "top_component": top}
         main = predictions.pop(self.local_predictor)
         return {"local": main} | {f"local:{name}": out for name, out in predictions.items()}
+
+    def predictors(self, fed, split, partner=None):
+        return self._predictions(fed, split, self.pi)
+
+    def newcomer_predictors(self, fed, newcomers, split):
+        """A client that took no part in training learns its mixture weights alone, the components fixed (as
+        FedEM's paper serves clients unseen at training time): EM on its training data from uniform weights, the
+        E-step of eqs. 9-10 repeated until the weights move less than 1e-8 (at most NEWCOMER_EM_STEPS times); it
+        then predicts as a trained client does."""
+        losses = newcomers.train_losses(self.components).double()          # [M, N', Nmax]
+        M, mask = losses.shape[0], newcomers.data.train.mask
+        pi = torch.full((newcomers.num_clients, M), 1.0 / M, dtype=torch.float64, device=losses.device)
+        for _ in range(NEWCOMER_EM_STEPS):
+            _, new = e_step(losses, pi.clamp_min(1e-300).log(), mask)
+            done = bool((new - pi).abs().max() < 1e-8)
+            pi = new
+            if done:
+                break
+        return self._predictions(newcomers, split, pi.to(self.pi.dtype))
 
     def assignment_weights(self):
         return self.pi

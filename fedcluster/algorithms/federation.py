@@ -27,6 +27,8 @@ class Federation:
     # the clients kept out of training (partition.holdout_clients, data/holdout.py), scored as newcomers
     newcomers: Optional[FederatedData] = None
     newcomer_ids: Tuple[int, ...] = ()   # their ids in the partition (the trained clients are renumbered 0..N-1)
+    # the run's local training of a plan's rows on these clients' data (given to the newcomer view only: `train`)
+    local_training: Optional[Callable] = None
 
     def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
@@ -36,10 +38,29 @@ class Federation:
         """A view with its own random streams (an ensemble member)."""
         return replace(self, seed=seed)
 
-    def newcomer_view(self) -> "Federation":
+    def newcomer_view(self, local_training: Optional[Callable] = None) -> "Federation":
         """The run seen from its held-out clients: their data in place of the trained clients' (same model,
-        streams and device), for a method's rule that picks a newcomer's model (Algorithm.newcomer_models)."""
-        return replace(self, data=self.newcomers, newcomers=None, newcomer_ids=(), train_offsets=None)
+        streams and device), for a method's rule that picks a newcomer's model (Algorithm.newcomer_models).
+        `local_training(plan, view) -> Stack`: the run's local training (evaluation.py), for a rule that reads a
+        newcomer's locally trained model (`train`)."""
+        return replace(self, data=self.newcomers, newcomers=None, newcomer_ids=(), train_offsets=None,
+                       local_training=local_training)
+
+    def train(self, plan) -> Stack:
+        """The plan's rows (these clients, from the plan's start) trained as a round trains them, on the clients'
+        own training data, the view's offsets (CAM's h) frozen in their objective: the trained parameters. For a
+        newcomer rule that reads a locally trained model or update (FeSEM, CFL, FlexCFL); only the newcomer view
+        of an evaluation has it."""
+        if self.local_training is None:
+            raise RuntimeError("Federation.train: local training is given only to the newcomer view of an evaluation")
+        if self.train_offsets is not None:   # a plan in phases carries its terms in each phase
+            from ..engine.terms import FrozenOffset
+            offset = FrozenOffset(self.train_offsets[plan.clients])
+            if plan.phases:
+                plan = replace(plan, phases=[replace(p, terms=list(p.terms) + [offset]) for p in plan.phases])
+            else:
+                plan = replace(plan, terms=list(plan.terms) + [offset])
+        return self.local_training(plan, self)
 
     @property
     def num_clients(self) -> int:

@@ -103,6 +103,28 @@ class FeSEM(ClusteredAlgorithm):
         self.centers = {k: cluster_means(v.flatten(1), weights, assigned, previous[k].flatten(1))
                         .view(self.num_clusters, *v.shape[1:]) for k, v in local.items()}
 
+    def newcomer_models(self, fed, newcomers):
+        """FeSEM's papers give no rule for a client that joins after training. Ours is its E-step (eq. 11: the
+        nearest center, by the distance over `distance_on` parameters) on the newcomer's own model, trained locally
+        as a start-up client's is (the run's local budget, or `startup_epochs` passes) from the one start that favours
+        no cluster: the centers' mean weighted by their clients' samples. Before the first clustering a newcomer is
+        served as the trained clients are, by its own model, trained so from the common initialisation."""
+        N = newcomers.num_clients
+        clients = torch.arange(N, device=newcomers.device)
+        if self.clustered:
+            sizes = torch.zeros(self.num_clusters, dtype=torch.float64, device=fed.device)
+            sizes.index_add_(0, self.assignment, fed.sizes.double())
+            start = {k: torch.einsum("k,k...->...", (sizes / sizes.sum()).to(v.dtype), v).unsqueeze(0).expand(N, *v.shape[1:])
+                     .clone() for k, v in self.centers.items()}
+        else:
+            start = personal_models(newcomers)
+        phases = [] if self.startup_epochs is None else [Phase(tuple(start), epochs=self.startup_epochs)]
+        own = newcomers.train(RoundPlan(clients, start, phases=phases))
+        if not self.clustered:
+            return own
+        nearest = torch.cdist(flatten(own, self._keys).double(), flatten(self.centers, self._keys).double()).argmin(1)
+        return rows_of(self.centers, nearest)
+
     def local_models(self, fed):
         return super().local_models(fed) if self.clustered else self.local
 

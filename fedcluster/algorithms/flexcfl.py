@@ -6,6 +6,7 @@ from typing import Annotated
 import numpy as np
 import torch
 
+from ..models.rows import rows_of
 from ..models.stacked import Stack, repeat
 from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import RoundPlan
@@ -160,6 +161,20 @@ class FlexCFL(ClusteredAlgorithm):
         for i in torch.nonzero(rest).squeeze(1).tolist():
             self.assignment[clients[i]] = int(cosine_dissimilarity(updates[i], self.opt_updates).argmin())
         self.label_counts = self.current_counts(fed)
+
+    def newcomer_models(self, fed, newcomers):
+        """FlexCFL's cold start (Duan et al., §'client cold start', as `aggregate` runs it for a client without a
+        group): the newcomer trains from the initial model w0 and joins the group whose mean pre-training update its
+        own update w - w0 is least dissimilar to ((1 - cos) / 2); its model is that group's. Before the groups form,
+        every client holds w0's copy, and so does a newcomer."""
+        N = newcomers.num_clients
+        start = repeat(self.initial, torch.zeros(N, dtype=torch.long, device=newcomers.device))
+        if not self.grouped:
+            return start
+        trained = newcomers.train(RoundPlan(torch.arange(N, device=newcomers.device), start))
+        updates = flatten(trained) - flatten(self.initial)
+        groups = torch.stack([cosine_dissimilarity(u, self.opt_updates).argmin() for u in updates])
+        return rows_of(self.centers, groups.to(self.assignment.device))
 
     def assignment_weights(self):
         if not self.grouped:

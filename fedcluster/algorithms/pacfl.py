@@ -41,10 +41,22 @@ def angle_matrix(bases, angle: Annotated[str, OneOf(ANGLES)] = "principal") -> n
     A = np.zeros((N, N))
     for i in range(N):
         for j in range(i + 1, N):
-            m = bases[i].T @ bases[j]
-            top = torch.linalg.svdvals(m)[0] if angle == "principal" else m.max()
-            A[i, j] = A[j, i] = float(np.degrees(np.arccos(np.clip(float(top), -1.0, 1.0))))
+            A[i, j] = A[j, i] = _degrees(bases[i], bases[j], angle)
     return A
+
+
+def cross_angles(rows, cols, angle: Annotated[str, OneOf(ANGLES)] = "principal") -> np.ndarray:
+    """[len(rows), len(cols)] the angle of each signature of `rows` to each of `cols` (as `angle_matrix`)."""
+    check_choice("angle", angle, ANGLES)
+    if angle == "principal":
+        rows, cols = [torch.linalg.qr(u).Q for u in rows], [torch.linalg.qr(u).Q for u in cols]
+    return np.array([[_degrees(u, v, angle) for v in cols] for u in rows]).reshape(len(rows), len(cols))
+
+
+def _degrees(u: torch.Tensor, v: torch.Tensor, angle: str) -> float:
+    m = u.T @ v
+    top = torch.linalg.svdvals(m)[0] if angle == "principal" else m.max()
+    return float(np.degrees(np.arccos(np.clip(float(top), -1.0, 1.0))))
 
 
 def hierarchical_clusters(A: np.ndarray, threshold: Optional[float], num_clusters: Optional[int],
@@ -95,15 +107,30 @@ class PACFL(ClusteredAlgorithm):
         self.client_dropout = client_dropout
 
     def setup(self, fed):
-        tr, classify = fed.data.train, fed.data.task == "classification"
-        bases = [client_basis(tr.x[k, :int(tr.n[k])], tr.y[k, :int(tr.n[k])] if classify else None,
-                              self.n_basis, self.per_class and classify) for k in range(fed.num_clients)]
-        self.angles = angle_matrix(bases, self.angle)
+        self.angles = angle_matrix(self.signatures(fed), self.angle)
         K = self.num_clusters or fed.data.num_true_clusters or 1
         ids = hierarchical_clusters(self.angles, self.threshold, K, self.linkage)
         self.num_clusters = int(ids.max()) + 1
         super().setup(fed)
         self.assignment = torch.as_tensor(ids, dtype=torch.long, device=fed.device)
+
+    def signatures(self, fed) -> list:
+        """Every client's data signature (`client_basis`) from its training data."""
+        tr, classify = fed.data.train, fed.data.task == "classification"
+        return [client_basis(tr.x[k, :int(tr.n[k])], tr.y[k, :int(tr.n[k])] if classify else None,
+                             self.n_basis, self.per_class and classify) for k in range(fed.num_clients)]
+
+    def newcomer_models(self, fed, newcomers):
+        """PACFL's newcomer (Vahidian et al. 2023: a client that arrives later sends its data signature, and the
+        server places it by its principal angles to the clients already clustered, with no training): its angle to
+        each trained client, taken per cluster as the clustering's linkage merges (average: the mean; complete: the
+        largest; single: the smallest), and the cluster of the smallest; its model is that cluster's."""
+        angles = cross_angles(self.signatures(newcomers), self.signatures(fed), self.angle)   # [N', N]
+        ids = self.assignment.cpu().numpy()
+        reduce = {"average": np.mean, "complete": np.max, "single": np.min}[self.linkage]
+        per_cluster = np.stack([reduce(angles[:, ids == c], axis=1) if (ids == c).any() else np.full(len(angles), np.inf)
+                                for c in range(self.num_clusters)], axis=1)
+        return rows_of(self.centers, torch.as_tensor(per_cluster.argmin(1), device=self.assignment.device))
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)

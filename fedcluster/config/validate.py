@@ -126,7 +126,7 @@ def validate(cfg: DictConfig) -> None:
                           f"is a {task} task, whose validation metrics are {allowed}")
     alg = plain.get("algorithm") or {}
     holdout = (plain.get("partition") or {}).get("holdout_clients")
-    if isinstance(holdout, (int, float)) and holdout > 0 and not serves_newcomers(_class_of(alg)):
+    if isinstance(holdout, (int, float)) and holdout > 0 and not _serves_newcomers(alg):
         raise ConfigError(f"partition.holdout_clients={holdout}: algorithm={alg.get('name')} has no rule that picks a "
                           f"model for a client it never trained; allowed: holdout_clients=0 for it, or one of "
                           f"{newcomer_methods()}")
@@ -149,7 +149,24 @@ def _class_of(node: dict):
         return None
 
 
+def _serves_newcomers(node: dict) -> bool:
+    """The node's class serves newcomers, and so does its base method's where it wraps one (CAM, the ensembles)."""
+    base = node.get("base")
+    return serves_newcomers(_class_of(node)) and (not isinstance(base, dict) or _serves_newcomers(base))
+
+
 def newcomer_methods() -> list:
-    """The methods (algorithm names) whose class serves newcomers, for the refusal's allowed list."""
-    from .. import algorithms
-    return sorted({c.name for c in vars(algorithms).values() if serves_newcomers(c)})
+    """The algorithm options (conf/algorithm/ and the plugins') whose classes serve newcomers, for the refusal's
+    allowed list: read from each option's schema lines (its class, and its base method's where it has one)."""
+    from omegaconf import OmegaConf
+    from .plugins import group_options, option_file
+    from .store import algorithm_classes
+    by_name = {c.__name__: c for c in algorithm_classes()}
+    serving = []
+    for option in group_options("algorithm"):
+        defaults = OmegaConf.to_container(OmegaConf.load(option_file("algorithm", option))).get("defaults", [])
+        classes = [by_name.get(d.split("/schemas/algorithm/", 1)[1].split("@", 1)[0]) for d in defaults
+                   if isinstance(d, str) and "/schemas/algorithm/" in d]
+        if classes and all(serves_newcomers(c) for c in classes):
+            serving.append(option)
+    return serving
