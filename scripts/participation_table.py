@@ -7,6 +7,7 @@ method's rule picks for a newcomer), then with client_fraction and client_dropou
 summary.json under the folders given; a folder's runs are one condition.
 
   python scripts/participation_table.py --full DIR --holdout DIR --partial DIR [--out PAGE.md]
+(each of --full, --holdout and --partial may be given more than once: their runs are pooled)
 """
 import argparse
 import json
@@ -32,6 +33,25 @@ def runs(folder: Path, partition: str, dataset: str) -> dict:
             s["run_config"] = yaml.safe_load((path.parent / "config.yaml").read_text())   # the run's whole config
             out.setdefault(s["algorithm"], {})[int(s["seed"])] = s
     return out
+
+
+def pooled(folders, partition: str, dataset: str) -> dict:
+    """{method: {seed: summary}} of the runs under every folder given (a later folder's run of the same seed wins)."""
+    out = {}
+    for folder in folders:
+        for m, seeds in runs(folder, partition, dataset).items():
+            out.setdefault(m, {}).update(seeds)
+    return out
+
+
+def sampling(config: dict, key: str):
+    """A run's client_fraction or client_dropout: the method's own, its base method's under CAM (algorithm.base),
+    or, for client_dropout, the top-level key it was for a day (2026-11-28)."""
+    alg = config.get("algorithm") or {}
+    for node in (alg, alg.get("base") or {}):
+        if key in node:
+            return node[key]
+    return config.get(key)
 
 
 def accuracy(summary: dict, key: str):
@@ -61,22 +81,18 @@ def gap(a: dict, key_a: str, b: dict, key_b: str) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--full", type=Path, action="append", required=True, help="folder(s) of full-participation runs")
-    p.add_argument("--holdout", type=Path, required=True, help="runs with partition.holdout_clients")
-    p.add_argument("--partial", type=Path, required=True, help="runs with client_fraction and client_dropout")
+    p.add_argument("--holdout", type=Path, action="append", required=True, help="runs with partition.holdout_clients")
+    p.add_argument("--partial", type=Path, action="append", required=True,
+                   help="runs with client_fraction and client_dropout")
     p.add_argument("--dataset", default="fashion_mnist")
     p.add_argument("--partition", default="label_skew3")
     p.add_argument("--out", type=Path)
     a = p.parse_args(argv)
-    full = {}
-    for folder in a.full:
-        for m, seeds in runs(folder, a.partition, a.dataset).items():
-            full.setdefault(m, {}).update(seeds)
-    held, partial = runs(a.holdout, a.partition, a.dataset), runs(a.partial, a.partition, a.dataset)
+    full, held, partial = (pooled(folders, a.partition, a.dataset) for folders in (a.full, a.holdout, a.partial))
     methods = sorted(set(held) | set(partial), key=lambda m: (m != "fedavg", m))   # the methods studied here
     share = {s["run_config"]["partition"].get("holdout_clients") for seeds in held.values() for s in seeds.values()}
-    fraction = {s["run_config"]["algorithm"].get("client_fraction") for seeds in partial.values() for s in seeds.values()}
-    dropout = {s["run_config"]["algorithm"].get("client_dropout", s["run_config"].get("client_dropout"))   # top level
-               for seeds in partial.values() for s in seeds.values()}                                  # before 2026-11-28
+    fraction = {sampling(s["run_config"], "client_fraction") for seeds in partial.values() for s in seeds.values()}
+    dropout = {sampling(s["run_config"], "client_dropout") for seeds in partial.values() for s in seeds.values()}
     if len(share) != 1 or len(fraction) != 1 or len(dropout) != 1:
         raise SystemExit(f"participation_table.py: one setting per folder; holdout_clients {share}, "
                          f"client_fraction {fraction}, client_dropout {dropout}")

@@ -81,7 +81,7 @@ def test_a_run_records_the_code_revision_it_was_made_with(small_cfg, tmp_path):
                        cwd=tmp_path, check=True)
         copy = tmp_path / ".venv" / "site-packages" / "fedcluster"
         shutil.copytree(ROOT / "fedcluster", copy)
-        spec = importlib.util.spec_from_file_location("provenance_copy", copy / "provenance.py")
+        spec = importlib.util.spec_from_file_location("provenance_copy", copy / "lifecycle" / "provenance.py")
         moved = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(moved)
         assert moved.source_revision() is None

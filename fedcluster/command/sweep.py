@@ -167,7 +167,7 @@ def own_launcher(hydra_context, task_function, config):
     from ..errors import ConfigError
     launcher_cfg = config.hydra.launcher
     target = None if launcher_cfg is None else launcher_cfg.get("_target_")
-    if not isinstance(target, str) or not target.startswith(__package__ + "."):
+    if not isinstance(target, str) or not target.startswith(__package__.split(".")[0] + "."):
         return None
     try:
         launcher = get_class(target)(**OmegaConf.to_container(launcher_cfg, resolve=True))
