@@ -153,18 +153,24 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").exists() and ") Z " not in Path(f"/proc/{pid}/stat").read_text()
 
 
-def test_no_joblib_worker_outlives_a_killed_sweep(tmp_path):
-    """kill -9 of the launching process (its shell closed, a scheduler's kill): its joblib workers, each holding
-    a run's memory, exit within seconds instead of idling on."""
-    import signal
-    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    proc = sweep(tmp_path, "hydra/launcher=parallel", "rounds=150", "progress=false", "checkpoint_every=0", "seed=0,1")
+def _started_workers(proc, tmp_path) -> list:
+    """The pids of a joblib sweep's worker processes, once a job has started (its run wrote config.yaml)."""
     deadline, workers = time.time() + 240, []
     while not workers:
         assert proc.poll() is None and time.time() < deadline
         if (tmp_path / "sweep").exists() and list((tmp_path / "sweep").glob("*/config.yaml")):
             workers = [p for p, cmd in _children(proc.pid) if "popen_loky" in cmd or "LokyProcess" in cmd]
         time.sleep(0.2)
+    return workers
+
+
+def test_no_joblib_worker_outlives_a_killed_sweep(tmp_path):
+    """kill -9 of the launching process (its shell closed, a scheduler's kill): its joblib workers, each holding
+    a run's memory, exit within seconds instead of idling on."""
+    import signal
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = sweep(tmp_path, "hydra/launcher=parallel", "rounds=150", "progress=false", "checkpoint_every=0", "seed=0,1")
+    workers = _started_workers(proc, tmp_path)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     deadline = time.time() + 30
@@ -182,12 +188,7 @@ def test_a_joblib_sweep_stopped_with_its_process_group_stops_and_runs_nothing_ag
     proc = subprocess.Popen([sys.executable, "-m", "fedcluster", "-m", *TINY, "hydra/launcher=parallel", "rounds=150",
                              "progress=false", "checkpoint_every=0", "seed=0,1", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline, workers = time.time() + 240, []
-    while not workers:
-        assert proc.poll() is None and time.time() < deadline
-        if (tmp_path / "sweep").exists() and list((tmp_path / "sweep").glob("*/config.yaml")):
-            workers = [p for p, cmd in _children(proc.pid) if "popen_loky" in cmd or "LokyProcess" in cmd]
-        time.sleep(0.2)
+    workers = _started_workers(proc, tmp_path)
     os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]

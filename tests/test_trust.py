@@ -300,7 +300,7 @@ def test_overwrite_replaces_a_finished_run_of_another_config(finished):
     (["+algorithm.trim=1"], "algorithm.trim"),
     (["algorithm=nope"], "algorithm=nope is unknown; allowed: cfl"),
     (["logger=[csv,nope]"], "logger=nope is unknown; allowed: csv, mlflow"),
-    (["+preset=nope"], "preset=nope is unknown; allowed: cam/table1"),
+    (["+preset=nope"], "preset=nope is unknown; allowed: cam/fmnist/table1, cam/fmnist/table2, cam/protocol, cam/table1"),
     (["model.hidden=abc"], "model.hidden is not a setting"),
     (["model=mlp", "model.hidden=10"], "model.hidden=10: Invalid value assigned: int is not a ListConfig"),   # a list setting
     (["train=3"], "train is a group of settings"),
