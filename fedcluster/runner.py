@@ -123,6 +123,7 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
     log.info("%s: %s, rounds %d-%d of %d (engine %s, chunks of up to %d rows, %s)", out, cfg.algorithm.name,
              record.next_round + 1, cfg.rounds, cfg.rounds, engine, chunk, hw.describe())
     summary, logged = None, len(record.metrics)   # rows handed to the loggers so far
+    newcomers_train = newcomer_training(trainer, engine, cfg.seed, chunk)   # for a newcomer rule that trains
     try:
         for lg in loggers:
             lg.open(out, requested, ids, record.metrics, record.next_round)
@@ -144,8 +145,7 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
             if evaluated:
-                rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train,
-                                local_training=newcomer_training(trainer, engine, cfg.seed, chunk))
+                rows = evaluate(t, alg, fed, on_train=cfg.eval_local_train, local_training=newcomers_train)
                 record.metrics += rows
                 record.assignments += assignment_rows(t, alg)
                 local = np.mean([r["value"] for r in rows if r["model"] == "local" and r["eval_set"] == "local_test"

@@ -6,7 +6,7 @@ import torch
 from ..models.rows import rows_of, take_rows
 from ..engine.terms import Proximal
 from ..settings import AtLeast, ClientDropout, ClientFraction, Count, OneOf
-from .base import Phase, RoundPlan
+from .base import Phase, RoundPlan, weighted_mean_rows
 from .clustered import ClusteredAlgorithm
 from .components import keep_trained, personal_models
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
@@ -112,10 +112,8 @@ class FeSEM(ClusteredAlgorithm):
         N = newcomers.num_clients
         clients = torch.arange(N, device=newcomers.device)
         if self.clustered:
-            sizes = torch.zeros(self.num_clusters, dtype=torch.float64, device=fed.device)
-            sizes.index_add_(0, self.assignment, fed.sizes.double())
-            start = {k: torch.einsum("k,k...->...", (sizes / sizes.sum()).to(v.dtype), v).unsqueeze(0).expand(N, *v.shape[1:])
-                     .clone() for k, v in self.centers.items()}
+            mean = weighted_mean_rows(self.centers, self.assignment, fed.sizes.double())   # sum_i n_i c_k(i) / n
+            start = {k: v.expand(N, *v.shape[1:]).clone() for k, v in mean.items()}
         else:
             start = personal_models(newcomers)
         phases = [] if self.startup_epochs is None else [Phase(tuple(start), epochs=self.startup_epochs)]

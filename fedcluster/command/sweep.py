@@ -159,6 +159,12 @@ def _collecting_instantiate_launcher(original):
     return instantiate_launcher
 
 
+def _ours(target) -> bool:
+    """A `_target_` in this package: a launcher or sweeper fedcluster builds itself (Hydra builds only those of its
+    `hydra_plugins` namespace)."""
+    return isinstance(target, str) and target.startswith(__package__.split(".")[0] + ".")
+
+
 def own_launcher(hydra_context, task_function, config):
     """A launcher of fedcluster's own (hydra/launcher=packed: a `_target_` in this package), built here: Hydra
     builds launchers only from its `hydra_plugins` namespace. None for any other launcher."""
@@ -167,7 +173,7 @@ def own_launcher(hydra_context, task_function, config):
     from ..errors import ConfigError
     launcher_cfg = config.hydra.launcher
     target = None if launcher_cfg is None else launcher_cfg.get("_target_")
-    if not isinstance(target, str) or not target.startswith(__package__.split(".")[0] + "."):
+    if not _ours(target):
         return None
     try:
         launcher = get_class(target)(**OmegaConf.to_container(launcher_cfg, resolve=True))
@@ -186,7 +192,7 @@ def _own_sweeper_first(original):
         from hydra.utils import get_class
         from omegaconf import OmegaConf
         target = config.hydra.sweeper.get("_target_") if config.hydra.sweeper is not None else None
-        if not isinstance(target, str) or not target.startswith(__package__.split(".")[0] + "."):
+        if not _ours(target):
             return original(self, hydra_context=hydra_context, task_function=task_function, config=config)
         settings = {k: v for k, v in OmegaConf.to_container(config.hydra.sweeper, resolve=True).items() if k != "_target_"}
         sweeper = get_class(target)(**settings)
