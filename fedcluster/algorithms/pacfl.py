@@ -107,7 +107,8 @@ class PACFL(ClusteredAlgorithm):
         self.client_dropout = client_dropout
 
     def setup(self, fed):
-        self.angles = angle_matrix(self.signatures(fed), self.angle)
+        self._signatures = self.signatures(fed)   # from the data alone: computed once, read again for newcomers
+        self.angles = angle_matrix(self._signatures, self.angle)
         K = self.num_clusters or fed.data.num_true_clusters or 1
         ids = hierarchical_clusters(self.angles, self.threshold, K, self.linkage)
         self.num_clusters = int(ids.max()) + 1
@@ -125,7 +126,7 @@ class PACFL(ClusteredAlgorithm):
         server places it by its principal angles to the clients already clustered, with no training): its angle to
         each trained client, taken per cluster as the clustering's linkage merges (average: the mean; complete: the
         largest; single: the smallest), and the cluster of the smallest; its model is that cluster's."""
-        angles = cross_angles(self.signatures(newcomers), self.signatures(fed), self.angle)   # [N', N]
+        angles = cross_angles(self.signatures(newcomers), self._signatures, self.angle)   # [N', N]
         ids = self.assignment.cpu().numpy()
         reduce = {"average": np.mean, "complete": np.max, "single": np.min}[self.linkage]
         per_cluster = np.stack([reduce(angles[:, ids == c], axis=1) if (ids == c).any() else np.full(len(angles), np.inf)
