@@ -4,10 +4,11 @@ Each method's local test accuracy (mean over clients, %, mean ± the half-width 
 seeds) under full participation, then with a share of the clients held out of training
 (partition.holdout_clients: the trained clients' score and the held-out clients', each with the model its
 method's rule picks for a newcomer), then with client_fraction and client_dropout. Every run is found by its
-summary.json under the folders given; a folder's runs are one condition.
+summary.json under the folders given, and its own config.yaml says which of the three it is, so one sweep of
+conf/preset/clove/ls3_participation.yaml, archives and the leaderboard's runs can be read together.
 
-  python scripts/participation_table.py --full DIR --holdout DIR --partial DIR [--out PAGE.md]
-(each of --full, --holdout and --partial may be given more than once: their runs are pooled)
+  python scripts/participation_table.py FOLDER [FOLDER ...] [--out PAGE.md]
+(a later folder's run of the same method, seed and condition replaces an earlier one's)
 """
 import argparse
 import json
@@ -24,24 +25,39 @@ from fedcluster.lifecycle.io import write_text  # noqa: E402
 from fedcluster.results.compare import difference, mean_interval  # noqa: E402
 
 
+CONDITIONS = ("full", "holdout", "partial")
+
+
 def runs(folder: Path, partition: str, dataset: str) -> dict:
-    """{method: {seed: summary}} of the finished runs under `folder` on (dataset, partition)."""
-    out = {}
+    """{condition: {method: {seed: summary}}} of the finished runs under `folder` on (dataset, partition)."""
+    out = {c: {} for c in CONDITIONS}
     for path in sorted(Path(folder).rglob("summary.json")):
         s = json.loads(path.read_text())
         if s.get("status") == "complete" and s.get("partition") == partition and s.get("dataset") == dataset:
             s["run_config"] = yaml.safe_load((path.parent / "config.yaml").read_text())   # the run's whole config
-            out.setdefault(s["algorithm"], {})[int(s["seed"])] = s
+            out[condition(s["run_config"], path.parent)].setdefault(s["algorithm"], {})[int(s["seed"])] = s
     return out
 
 
 def pooled(folders, partition: str, dataset: str) -> dict:
-    """{method: {seed: summary}} of the runs under every folder given (a later folder's run of the same seed wins)."""
-    out = {}
+    """{condition: {method: {seed: summary}}} of the runs under every folder given (a later folder's run wins)."""
+    out = {c: {} for c in CONDITIONS}
     for folder in folders:
-        for m, seeds in runs(folder, partition, dataset).items():
-            out.setdefault(m, {}).update(seeds)
+        for c, methods in runs(folder, partition, dataset).items():
+            for m, seeds in methods.items():
+                out[c].setdefault(m, {}).update(seeds)
     return out
+
+
+def condition(config: dict, where: Path) -> str:
+    """full, holdout (partition.holdout_clients > 0) or partial (client_fraction < 1 or client_dropout > 0)."""
+    held = (config.get("partition") or {}).get("holdout_clients") or 0
+    fraction, dropout = sampling(config, "client_fraction"), sampling(config, "client_dropout")
+    partial = (fraction is not None and fraction < 1) or bool(dropout)
+    if held and partial:
+        raise SystemExit(f"participation_table.py: {where} both holds clients out and samples them; "
+                         "this table compares one change at a time")
+    return "holdout" if held else "partial" if partial else "full"
 
 
 def sampling(config: dict, key: str):
@@ -80,21 +96,20 @@ def gap(a: dict, key_a: str, b: dict, key_b: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--full", type=Path, action="append", required=True, help="folder(s) of full-participation runs")
-    p.add_argument("--holdout", type=Path, action="append", required=True, help="runs with partition.holdout_clients")
-    p.add_argument("--partial", type=Path, action="append", required=True,
-                   help="runs with client_fraction and client_dropout")
+    p.add_argument("folders", type=Path, nargs="+",
+                   help="folders searched for finished runs; each run's config says its condition")
     p.add_argument("--dataset", default="fashion_mnist")
     p.add_argument("--partition", default="label_skew3")
     p.add_argument("--out", type=Path)
     a = p.parse_args(argv)
-    full, held, partial = (pooled(folders, a.partition, a.dataset) for folders in (a.full, a.holdout, a.partial))
+    found = pooled(a.folders, a.partition, a.dataset)
+    full, held, partial = (found[c] for c in CONDITIONS)
     methods = sorted(set(held) | set(partial), key=lambda m: (m != "fedavg", m))   # the methods studied here
     share = {s["run_config"]["partition"].get("holdout_clients") for seeds in held.values() for s in seeds.values()}
     fraction = {sampling(s["run_config"], "client_fraction") for seeds in partial.values() for s in seeds.values()}
     dropout = {sampling(s["run_config"], "client_dropout") for seeds in partial.values() for s in seeds.values()}
     if len(share) != 1 or len(fraction) != 1 or len(dropout) != 1:
-        raise SystemExit(f"participation_table.py: one setting per folder; holdout_clients {share}, "
+        raise SystemExit(f"participation_table.py: one setting per condition; holdout_clients {share}, "
                          f"client_fraction {fraction}, client_dropout {dropout}")
     (share,), (fraction,), (dropout,) = share, fraction, dropout
     lines = [f"| method | full participation | seen clients (holdout {share}) | unseen clients (holdout {share}) "

@@ -16,10 +16,11 @@ from fedcluster.runner import run
 GROUPS = ("dataset", "partition", "model", "algorithm")
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
 PRESETS = sorted(str(f.relative_to(CONF / "preset"))[:-5] for f in (CONF / "preset").rglob("*.yaml"))
-# The leaderboard's parts whose first job is a CLoVE preset's (tests/test_leaderboard.py composes every job of them):
-# out of CI's 15 minutes; small_digits and cam, whose settings no other preset has, run here
+# Presets whose first job is a CLoVE preset's, out of CI's 15 minutes: the leaderboard's parts (tests/test_leaderboard.py
+# composes every job of them; small_digits and cam, whose settings no other preset has, run here) and
+# clove/ls3_participation (tests/test_participation_table.py composes its jobs)
 SAME_FIRST_JOB = ("leaderboard/fmnist_images", "leaderboard/fmnist_label_skew1", "leaderboard/fmnist_label_skews_3_4",
-                  "leaderboard/small_mnist")
+                  "leaderboard/small_mnist", "clove/ls3_participation")
 
 # What each group's option is run with, where the defaults (synthetic regression, a two-group
 # mixture, a linear model, FedSoft) cannot take it: image models and label partitions need images.

@@ -3,7 +3,6 @@ that table's (tables/common.Identity, checked in report/sections.py); any other 
 sweep (e.g. `+preset=fedsoft/table1_synthetic algorithm=ifca`) is shown in the generic table with a
 note naming the key. Real tiny runs for the report; every preset composed (no training) for the
 tie between each table's allow-lists and the presets."""
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -27,7 +26,8 @@ from conftest import CONF
 # with the methods and partitions that table holds, the others going to the generic table of runs
 # (tests/test_leaderboard.py checks their jobs).
 PRESETS = sorted(str(p.relative_to(CONF / "preset").with_suffix("")) for p in (CONF / "preset").rglob("*.yaml")
-                 if p.parent.name != "leaderboard")
+                 if p.parent.name != "leaderboard" and yaml.safe_load(p.read_text()).get("table", "") is not None)
+# (a preset that says `table: null`, as clove/ls3_participation does, runs a study of its own, not a paper's table)
 
 TABLE1 = ["+preset=fedsoft/table1_synthetic", "hydra.mode=RUN", "partition=linear", "partition.num_clients=10",
           "partition.min_samples=20", "partition.max_samples=30", "train.epochs=1", "rounds=2", "dataset.test_size=100",
