@@ -1,6 +1,8 @@
 """partition=flower (issue 59): flwr-datasets' partitioners as a fedcluster partition, built from the composed
 config as the CLI builds it. Dirichlet and NaturalId on (fake) Fashion-MNIST and on a user's table; each client's
 test split follows its own training shares; options are checked against the partitioner's signature."""
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -91,4 +93,25 @@ def test_flower_partitions_a_users_table(clinics, tmp_path):  # noqa: F811
 def test_bad_options_are_one_line_before_anything_is_written(root, tmp_path, extra, message):
     with pytest.raises(ConfigError, match=message) as e:
         run(make_cfg(images(root, "algorithm=fedavg", *extra)), tmp_path / "run")
+    assert "\n" not in str(e.value) and not (tmp_path / "run").exists()
+
+
+def test_natural_id_on_a_table_without_groups_is_refused_in_one_line(clinics, tmp_path):  # noqa: F811
+    """Without dataset.distributions the table is one group: NaturalId once ran it as one client, silently."""
+    cfg = make_cfg(["dataset=tensors", f"dataset.path={clinics / 'clinics.csv'}", "dataset.labels=outcome",
+                    "dataset.ignore_columns=[clinic]", "model=mlp", "partition=flower", "partition.kind=natural_id",
+                    "rounds=2", "progress=false", "plots=false"])
+    with pytest.raises(ConfigError, match=r"^partition.kind=natural_id with partition_by=group makes one client per "
+                                          r"distribution of the data set, and it has one .*dataset.distributions") as e:
+        run(cfg, tmp_path / "run")
+    assert "\n" not in str(e.value) and not (tmp_path / "run").exists()
+
+
+def test_without_the_extra_the_run_says_what_to_install_in_one_line(root, tmp_path, monkeypatch):
+    """flwr-datasets and HF datasets absent (None in sys.modules makes their import fail): one line, nothing written."""
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    monkeypatch.setitem(sys.modules, "flwr_datasets.partitioner", None)
+    with pytest.raises(ConfigError, match=r"^partition=flower needs flwr-datasets, which is not installed; allowed: "
+                                          r"pip install 'fedcluster\[flower\]'") as e:
+        run(make_cfg(images(root, "algorithm=fedavg")), tmp_path / "run")
     assert "\n" not in str(e.value) and not (tmp_path / "run").exists()

@@ -6,14 +6,16 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+import torch
 
 from fedcluster.errors import ConfigError, NonFiniteLossError
+from fedcluster.lifecycle.divergence import DivergenceWatch
 from fedcluster.runner import run
 
 from conftest import SMALL, make_cfg
@@ -109,6 +111,20 @@ def test_divergence_factor_compares_with_the_starting_loss(tmp_path):
     # the same config with the check off trains to a (meaningless) finite result
     s = run(make_cfg(SMALL + ["train.lr=1e4", "algorithm.selection_size=6", "divergence_factor=null"]), tmp_path / "b")
     assert s["status"] == "complete"
+
+
+def test_clients_the_starting_models_already_fit_do_not_make_healthy_training_look_diverged():
+    """Three of five clients' first batches fit almost exactly (a saturated softmax), two not: the starting loss is
+    their mean (0.4), not the median (1.3e-05), so a client ending at 52 trains on; one at 1e5 has diverged."""
+    first = torch.tensor([1.3e-5, 1.2e-5, 1.4e-5, 1.0, 1.0])
+    result = SimpleNamespace(finite=torch.ones(5, dtype=torch.bool), params={}, first_loss=first,
+                             last_loss=torch.tensor([52.0, 0.1, 0.1, 0.5, 0.5]))
+    watch = DivergenceWatch(1e4, lr=1e-3)
+    watch.check(0, torch.arange(5), result)
+    assert watch.reference == pytest.approx(float(first.mean()))
+    result.last_loss = torch.tensor([0.1, 0.1, 0.1, 1e5, 0.5])
+    with pytest.raises(NonFiniteLossError, match=r"^round 2: training diverged at client 3: loss 1e\+05"):
+        watch.check(1, torch.arange(5), result)
 
 
 # 6: bad values are refused before anything is written

@@ -1,10 +1,13 @@
 """Stop a run whose local training diverged, naming the round, the client and `train.lr`.
 
 A row diverged when any of its losses or parameters is NaN/inf, or when the loss of its last
-batch exceeds `divergence_factor` (default 1e4) times the reference: the median, over the
-clients of the first trained round, of the loss of each one's first batch, i.e. the loss of
-the starting models. Healthy training lowers the loss; a growth by four orders of magnitude
-over the starting loss is an exploding optimizer (e.g. `train.lr=1e6`), not learning."""
+batch exceeds `divergence_factor` (default 1e4) times the reference: the mean, over the
+clients of the first trained round, of the loss of each one's first batch, i.e. the starting
+models' loss. Healthy training lowers the loss; a growth by four orders of magnitude over the
+starting loss is an exploding optimizer (e.g. `train.lr=1e6`), not learning. The mean, not the
+median: a starting model can fit some clients' first batches almost exactly (a saturated softmax
+on clients of one class, on unscaled features), and a median of those near-zero losses (1.3e-05 on
+a user's wine table) made a healthy loss of 52 read as a 4e6-fold growth, at any learning rate."""
 from typing import Optional
 
 import torch
@@ -37,7 +40,7 @@ class DivergenceWatch:
             return
         if self.reference is None:
             start = result.first_loss[torch.isfinite(result.first_loss)]
-            self.reference = float(start.median()) if len(start) else None
+            self.reference = float(start.mean()) if len(start) else None
             if self.reference is None:
                 return
         floor = max(self.reference, 1e-8)

@@ -51,7 +51,10 @@ def quiet():
 
 
 def partitioner_class(kind: str):
+    """flwr-datasets' partitioner class of `kind`; without the extra (flwr-datasets, and the HF datasets it
+    needs), one line saying what to install."""
     try:
+        import datasets  # noqa: F401 -- the table the partitioners split (allocate)
         import flwr_datasets.partitioner as module
     except ImportError:
         raise ConfigError("partition=flower needs flwr-datasets, which is not installed; allowed: "
@@ -118,8 +121,14 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
     def allocate(self, view, g: torch.Generator) -> Allocation:
         """The partition protocol (partitions/allocation.py): the partitioner's training rows per client, each
         client's test rows following its training shares (module docstring)."""
+        partitioner_class(self.kind)   # the extra is installed, or one line saying how
         from datasets import Dataset
         groups = range(len(view.distribution_names))
+        if self.column == "group" and len(groups) < 2:   # one group is one client: nothing federated
+            raise ConfigError(f"partition.kind={self.kind} with partition_by=group makes one client per distribution of "
+                              f"the data set, and it has one ({view.distribution_names[0]}); allowed: a data set with "
+                              "groups (dataset=tensors: dataset.distributions=<its client-id column>), or another "
+                              "partition.kind")
         labels = [view.labels("train", s).long() if view.task == "classification" else   # a regression's one "class"
                   torch.zeros(len(view.labels("train", s)), dtype=torch.long) for s in groups]
         part = None
