@@ -166,3 +166,21 @@ def test_a_method_without_a_rule_is_refused_in_one_line_before_anything_is_writt
     assert "\n" not in text and "partition.holdout_clients=0.25" in text and "algorithm=fedala" in text
     assert "ifca" in text and "cfl" in text and "fedala" not in text.split("one of", 1)[1]
     assert not (tmp_path / "run").exists()
+
+
+def test_the_report_of_held_out_and_sampled_runs_says_so_and_scores_the_newcomers_in_a_column(data_root, tmp_path):
+    """A sweep's runs outside a paper table: the newcomers' accuracy has its own column, and the note above the table
+    names which clients trained where every row shares it (partition.holdout_clients, client_fraction, dropout)."""
+    from fedcluster.report import build_report
+    for algorithm in ("fedavg", "ifca"):
+        cfg = small([f"algorithm={algorithm}", *HOLDOUT, "algorithm.client_fraction=0.5", "algorithm.client_dropout=0.1"],
+                    data_root)
+        run(cfg, tmp_path / "sweep" / algorithm, progress=False)
+    text = build_report(tmp_path / "sweep")
+    assert "unseen clients test accuracy %" in text
+    same = next(line for line in text.splitlines() if line.startswith("Same in every row:"))
+    assert same.endswith("partition.holdout_clients=0.25, algorithm.client_fraction=0.5, algorithm.client_dropout=0.1.")
+    plain = small(["algorithm=fedavg"], data_root)          # all clients, every round: nothing more is said
+    run(plain, tmp_path / "plain" / "fedavg", progress=False)
+    note = next(line for line in build_report(tmp_path / "plain").splitlines() if line.startswith("Same in every row:"))
+    assert "holdout" not in note and "client_fraction" not in note

@@ -302,6 +302,11 @@ PERCENT_METRICS = ("accuracy", "macro_f1")   # shown in % in tables and figures;
 METRIC_RANGE = {"accuracy": (0.0, 100.0), "macro_f1": (0.0, 100.0), "mse": (0.0, float("inf")),
                 "ari": (-1.0, 1.0)}
 CONTEXT_KEYS = ("algorithm.name", "dataset.name", "partition.name", "model.name", "rounds")
+# Which clients trained, named where every row has the same value and it is not the ordinary one (all clients,
+# every round): a table of held-out or partial-participation runs says so (CAM samples as its base does).
+PARTICIPATION_KEYS = {"partition.holdout_clients": 0.0, "algorithm.client_fraction": 1.0,
+                      "algorithm.client_dropout": 0.0, "algorithm.base.client_fraction": 1.0,
+                      "algorithm.base.client_dropout": 0.0}
 
 
 def table_generic(cells, ctx) -> Table:
@@ -330,6 +335,8 @@ def table_generic(cells, ctx) -> Table:
         row["ARI"] = Stat.of(s.get("ari") for s in rs)
         rows.append(row)
     same = [f"{k}={show(cells[0].value(k))}" for k in CONTEXT_KEYS if k not in ctx.varying and cells]
+    same += [f"{k}={show(cells[0].value(k))}" for k, ordinary in PARTICIPATION_KEYS.items()
+             if cells and k not in ctx.varying and cells[0].value(k) not in (ABSENT, None, ordinary)]
     notes = [f"Same in every row: {', '.join(same)}."] if same else []
     notes += pairing_notes(summaries_of(cells))
     return Table(pd.DataFrame(rows).fillna(""), notes)
