@@ -55,16 +55,18 @@ def test_cli_multirun_and_report(tmp_path):
 
 def test_a_sweep_job_with_an_over_long_name_gets_a_shortened_directory_it_finds_again(tmp_path):
     """Overrides naming more than 255 bytes (NAME_MAX) once crashed the job with "File name too long";
-    now the name keeps its head and ends in a hash of the whole, and a second run skips it as finished."""
+    now the name keeps its head, a hash of the whole and its last overrides (seed=3, after the long value),
+    and a second run skips it as finished."""
     sweep = tmp_path / "sweep"
-    long_lr = "'0.05" + "0" * 260 + "1'"   # quoted: Hydra names the directory by the text, over NAME_MAX alone
-    cmd = [_fedcluster(), "-m", *SMALL_CLI, f"train.lr={long_lr}", "plots=false", f"hydra.sweep.dir={sweep}"]
+    long_lam = "'0.1" + "0" * 260 + "1'"   # quoted: Hydra names the directory by the text, over NAME_MAX alone
+    cmd = [_fedcluster(), "-m", *SMALL_CLI, f"algorithm.lam={long_lam}", "seed=3", "plots=false", f"hydra.sweep.dir={sweep}"]
     first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     jobs = [p for p in sweep.iterdir() if p.is_dir()]
     assert len(jobs) == 1 and len(jobs[0].name.encode()) == 255
-    head, _, digest = jobs[0].name.rpartition("~")
-    assert head.startswith("algorithm.selection_size=5,") and len(digest) == 12
+    head, digest, tail = jobs[0].name.split("~")
+    assert head.startswith("algorithm.lam='0.1000") and len(digest) == 12
+    assert tail.endswith(",seed=3,train.epochs=1") and "1'" not in head + tail
     assert (jobs[0] / "summary.json").exists()
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr

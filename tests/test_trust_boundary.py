@@ -208,3 +208,21 @@ def test_an_override_value_cannot_move_a_job_out_of_its_sweep(tmp_path):
 def test_job_directory_names_are_one_component(name, expected):
     from fedcluster.config.store import sweep_job_dirname
     assert sweep_job_dirname(name) == expected
+
+
+def test_an_over_long_job_name_keeps_its_head_a_digest_and_its_last_overrides():
+    """Over NAME_MAX a name keeps its first bytes, a digest of the whole and its last whole overrides (seed=1
+    after a long value stays readable); it is one component of NAME_MAX bytes at most, and two names that
+    differ only in what was cut differ by their digest."""
+    from fedcluster.config.store import NAME_MAX, sweep_job_dirname
+    a = sweep_job_dirname("algorithm=ifca,dataset.root=" + "d/" * 150 + "a,seed=1")
+    b = sweep_job_dirname("algorithm=ifca,dataset.root=" + "d/" * 150 + "b,seed=1")
+    for name in (a, b):
+        head, digest, tail = name.split("~")
+        assert len(name.encode()) == NAME_MAX and "/" not in name and len(digest) == 12
+        assert head.startswith("algorithm=ifca,dataset.root=d%2Fd%2F") and tail == "seed=1"
+    assert a != b and a.split("~")[0] == b.split("~")[0]
+    wide = sweep_job_dirname("x=" + "é" * 200 + ",seed=1")   # 2-byte characters: a cut never splits one
+    assert len(wide.encode()) <= NAME_MAX and wide.startswith("x=éé") and wide.endswith("~seed=1")
+    one = sweep_job_dirname("lr=" + "0" * 300)   # no comma near the end: the tail is the last bytes
+    assert len(one.encode()) == NAME_MAX and one.endswith("~" + "0" * 64)

@@ -115,15 +115,23 @@ def safe_component(name: str) -> str:
 
 def sweep_job_dirname(override_dirname: str) -> str:
     """A sweep job's directory: its overrides (the keys that change results), or `default`.
-    A name over the file system's NAME_MAX keeps its first bytes and ends in `~` and 12 hex digits of
-    the whole name's SHA-256, so it stays one directory per override set (a re-run finds it again)
-    instead of failing with "File name too long"."""
+    A name over the file system's NAME_MAX would fail with "File name too long"; it is shortened instead and
+    stays one directory per override set (a re-run finds it again): its first bytes, `~`, 12 hex digits of the
+    whole name's SHA-256, `~`, and its last whole overrides within TAIL_BYTES. The keys sort by name, so the
+    tail keeps `seed=` (and `train.*`) readable, whatever a long value before them says."""
     name = safe_component(override_dirname or "default")
     raw = name.encode()
     if len(raw) <= NAME_MAX:
         return name
     digest = hashlib.sha256(raw).hexdigest()[:12]
-    return raw[:NAME_MAX - len(digest) - 1].decode(errors="ignore") + "~" + digest
+    tail = raw[-TAIL_BYTES:]
+    if b"," in tail:   # start the tail at a whole override
+        tail = tail[tail.index(b",") + 1:]
+    head = raw[:NAME_MAX - len(digest) - 2 - len(tail)]
+    return head.decode(errors="ignore") + "~" + digest + "~" + tail.decode(errors="ignore")
+
+
+TAIL_BYTES = 64   # the most of a shortened job name's end kept after its digest
 
 
 def _name_excluded_keys() -> list:
