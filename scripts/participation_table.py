@@ -75,12 +75,14 @@ def accuracy(summary: dict, key: str):
     return None if value is None else 100.0 * value
 
 
-def cell(seeds: dict, key: str) -> str:
+def cell(seeds: dict, key: str, most: int) -> str:
+    """mean ± half-width over the seeds that ran; a cell with fewer seeds than the table's fullest says how many."""
     values = [v for v in (accuracy(s, key) for s in seeds.values()) if v is not None]
     if not values:
         return "–"
     mean, half = mean_interval(values)
-    return f"{mean:.1f} ± {half:.1f}" if not math.isnan(half) else f"{mean:.1f} (1 seed)"
+    text = f"{mean:.1f} ± {half:.1f}" if not math.isnan(half) else f"{mean:.1f}"
+    return text + (f" ({len(values)} of {most} seeds)" if len(values) < most else "")
 
 
 def gap(a: dict, key_a: str, b: dict, key_b: str) -> str:
@@ -116,10 +118,12 @@ def main(argv=None) -> int:
              f"| unseen - seen (pts) | client_fraction {fraction}, client_dropout {dropout} "
              "| partial - full (pts) |", "|---|---|---|---|---|---|---|"]
     key, unseen = "local_test_accuracy", "unseen_test_accuracy"
+    most = max(len(seeds) for c in (full, held, partial) for m, seeds in c.items() if m in methods)
     for m in methods:
         f, h, q = full.get(m, {}), held.get(m, {}), partial.get(m, {})
-        lines.append(f"| {m} | {cell(f, key)} | {cell(h, key)} | {cell(h, unseen)} | {gap(h, unseen, h, key)} "
-                     f"| {cell(q, key) if q else 'not run'} | {gap(q, key, f, key) if q else '–'} |")
+        lines.append(f"| {m} | {cell(f, key, most)} | {cell(h, key, most)} | {cell(h, unseen, most)} "
+                     f"| {gap(h, unseen, h, key)} | {cell(q, key, most) if q else 'not run'} "
+                     f"| {gap(q, key, f, key) if q else '–'} |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if a.out is not None:   # the page's table (from the marker to the first blank line) replaced, the rest kept

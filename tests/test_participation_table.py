@@ -86,3 +86,19 @@ def test_a_method_chosen_on_the_command_line_keeps_its_three_conditions_and_the_
     # settings as overrides, the first partial ones the top-level client_dropout of their day)
     later = {a for a in archived if "algorithm=cfl," in a or "algorithm=ifca_cam," in a}
     assert len(later) == 18 and later <= names
+
+
+def test_a_cell_with_fewer_seeds_than_the_table_says_how_many(tmp_path, capsys):
+    """Runs still to come (a sweep in progress) leave a cell on fewer seeds: it says so, the others do not."""
+    runs = tmp_path / "runs"
+    shutil.copytree(RESULTS / "participation_ls3", runs)
+    for seed in (1, 2):
+        shutil.rmtree(next((runs / "holdout").glob(f"algorithm=cfl,*seed={seed}")))
+    shutil.rmtree(next((runs / "partial").glob("*algorithm=cfl,*seed=2")))
+    assert participation_table.main([str(RESULTS / "leaderboard_runs_authors_code"), str(runs)]) == 0
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ") and "---" not in line}
+    assert rows["cfl"][2].endswith(" (1 of 3 seeds)") and rows["cfl"][3].endswith(" (1 of 3 seeds)")
+    assert rows["cfl"][4] == "–"                                   # no interval from one seed
+    assert rows["cfl"][5].endswith(" (2 of 3 seeds)") and "seeds" not in rows["cfl"][1]
+    assert not any("seeds" in c for c in rows["ifca"])
