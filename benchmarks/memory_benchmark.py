@@ -18,7 +18,7 @@ fedcluster chose, and the ratio to the reference at each N.
 Usage:
   python benchmarks/memory_benchmark.py                              # N = 10, 50, 100, 200, 500, 1000
   python benchmarks/memory_benchmark.py --clients 10,200 --methods fedavg,ifca_cam
-  python benchmarks/memory_benchmark.py --smoke --data-root DIR      # what CI runs: N = 2, 4 (K = 2), fake data
+  python benchmarks/memory_benchmark.py --smoke --data-root DIR      # what CI runs: N = 4 (K = 2), fake data
   python benchmarks/memory_benchmark.py --json                       # one JSON object per (method, N)"""
 import argparse
 import json
@@ -137,7 +137,7 @@ def main():
     p.add_argument("--clients", default="10,50,100,200,500,1000")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--steps", type=int, default=1, help="local steps per client (train.steps)")
-    p.add_argument("--smoke", action="store_true", help="N = 2 and 4 with K = 2, for CI")
+    p.add_argument("--smoke", action="store_true", help="N = 4 with K = 2, for CI (every method, one size)")
     p.add_argument("--data-root", help="where Fashion-MNIST is (sets FEDCLUSTER_DATA_ROOT)")
     p.add_argument("--override", action="append", default=[], help="an extra override for every run")
     p.add_argument("--json", action="store_true")
@@ -147,7 +147,7 @@ def main():
         return child(args.child[0], int(args.child[1]), int(args.child[2]), rest)
     if args.data_root:
         os.environ["FEDCLUSTER_DATA_ROOT"] = str(Path(args.data_root).resolve())
-    sizes = [2, 4] if args.smoke else [int(c) for c in args.clients.split(",")]
+    sizes = [4] if args.smoke else [int(c) for c in args.clients.split(",")]
     if args.smoke:   # K must divide N
         args.override = ["num_clusters=2"] + args.override
     methods = args.methods.split(",")
