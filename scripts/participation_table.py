@@ -85,14 +85,15 @@ def cell(seeds: dict, key: str, most: int) -> str:
     return text + (f" ({len(values)} of {most} seeds)" if len(values) < most else "")
 
 
-def gap(a: dict, key_a: str, b: dict, key_b: str) -> str:
-    """a - b in points with its 95 % interval (paired by seed where both ran the same seeds)."""
+def gap(a: dict, key_a: str, b: dict, key_b: str, most: int) -> str:
+    """a - b in points with its 95 % interval (paired by seed where both ran the same seeds); starred where the
+    interval leaves out 0 and both sides ran the table's full count of seeds (a sweep in progress stars nothing)."""
     xa = {k: accuracy(s, key_a) for k, s in a.items() if accuracy(s, key_a) is not None}
     xb = {k: accuracy(s, key_b) for k, s in b.items() if accuracy(s, key_b) is not None}
     if len(xa) < 2 or len(xb) < 2:
         return "–"
     d = difference(xa, xb)
-    star = " *" if d.low > 0 or d.high < 0 else ""
+    star = " *" if (d.low > 0 or d.high < 0) and min(len(xa), len(xb)) >= most else ""
     return f"{d.diff:+.1f} [{d.low:+.1f}, {d.high:+.1f}] ({d.test}){star}"
 
 
@@ -122,8 +123,8 @@ def main(argv=None) -> int:
     for m in methods:
         f, h, q = full.get(m, {}), held.get(m, {}), partial.get(m, {})
         lines.append(f"| {m} | {cell(f, key, most)} | {cell(h, key, most)} | {cell(h, unseen, most)} "
-                     f"| {gap(h, unseen, h, key)} | {cell(q, key, most) if q else 'not run'} "
-                     f"| {gap(q, key, f, key) if q else '–'} |")
+                     f"| {gap(h, unseen, h, key, most)} | {cell(q, key, most) if q else 'not run'} "
+                     f"| {gap(q, key, f, key, most) if q else '–'} |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if a.out is not None:   # the page's table (from the marker to the first blank line) replaced, the rest kept

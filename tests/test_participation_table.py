@@ -102,3 +102,4 @@ def test_a_cell_with_fewer_seeds_than_the_table_says_how_many(tmp_path, capsys):
     assert rows["cfl"][4] == "–"                                   # no interval from one seed
     assert rows["cfl"][5].endswith(" (2 of 3 seeds)") and "seeds" not in rows["cfl"][1]
     assert not any("seeds" in c for c in rows["ifca"])
+    assert "*" in rows["fesem_cam"][6] and "*" not in rows["cfl"][6]   # a gap from fewer seeds is never starred
