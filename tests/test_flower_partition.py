@@ -72,6 +72,22 @@ def test_natural_id_by_group_makes_one_client_per_distribution(root, tmp_path):
     assert run(cfg, tmp_path / "run")["num_clients"] == 2
 
 
+def test_num_clients_is_ten_by_default_and_natural_ids_count_where_given(clinics, tmp_path):  # noqa: F811
+    """num_clients null: 10 clients for a count-based partitioner, one per clinic for natural_id. natural_id splits
+    by value, so a count that is not the clinics' is refused in one line naming both (it was ignored once), before
+    a run directory exists; the right count is accepted."""
+    common = ["dataset=tensors", f"dataset.path={clinics / 'clinics.csv'}", "dataset.labels=outcome",
+              "dataset.distributions=clinic", "model=mlp", "partition=flower", "partition.val_fraction=0",
+              "rounds=1", "progress=false", "plots=false", "algorithm=fedavg"]
+    assert build(make_cfg(common + ["+partition.options.alpha=1.0", "partition.min_samples=1"]))[1].data.num_clients == 10
+    assert build(make_cfg(common + ["partition.kind=natural_id", "partition.num_clients=6"]))[1].data.num_clients == 6
+    with pytest.raises(ConfigError) as refused:
+        run(make_cfg(common + ["partition.kind=natural_id", "partition.num_clients=4"]), tmp_path / "run")
+    assert str(refused.value) == ("partition.num_clients=4 with partition.kind=natural_id: it makes one client per "
+                                  "value of its column (group), and the data has 6; allowed: null (one per value) or 6")
+    assert not (tmp_path / "run").exists()
+
+
 def test_flower_partitions_a_users_table(clinics, tmp_path):  # noqa: F811
     """A table with a clinic column: NaturalId by group gives one client per clinic, with all its training rows;
     Dirichlet over the labels gives the clients asked for; both run a clustered method."""

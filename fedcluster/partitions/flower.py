@@ -28,6 +28,7 @@ KINDS = {"dirichlet": "DirichletPartitioner", "inner_dirichlet": "InnerDirichlet
          "natural_id": "NaturalIdPartitioner", "linear": "LinearPartitioner", "square": "SquarePartitioner",
          "exponential": "ExponentialPartitioner"}
 SET_BY_FEDCLUSTER = {"num_partitions", "partition_by", "seed"}   # from num_clients, partition_by and the run's seed
+DEFAULT_CLIENTS = 10   # num_clients=null for a partitioner that splits into a count (natural_id counts the groups)
 # settings a partitioner requires that flwr-datasets leaves without a default: these, unless options give them
 REQUIRED_DEFAULTS = {"dirichlet": {"alpha": 0.5}, "inner_dirichlet": {"alpha": 0.5},
                      "pathological": {"num_classes_per_partition": 2}, "shard": {"num_shards_per_partition": 2}}
@@ -67,7 +68,7 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
 
     def __init__(self, kind: Annotated[str, OneOf(sorted(KINDS))] = "dirichlet",
                  options: Optional[Dict[str, Any]] = None,
-                 num_clients: Annotated[int, AtLeast(1)] = 10,
+                 num_clients: Annotated[Optional[int], AtLeast(1)] = None,
                  partition_by: Annotated[str, OneOf("auto", "label", "group")] = "auto",
                  min_samples: Annotated[int, AtLeast(1)] = 1,
                  val_fraction: Annotated[float, Probability] = 0.1, holdout_clients: HoldoutShare = 0.0):
@@ -76,7 +77,9 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
         REQUIRED_DEFAULTS for the settings flwr-datasets requires; num_clients, partition_by and the run's seed are given to it by
         fedcluster. partition_by: the column the partitioner splits by; auto: `group` for natural_id (one client
         per distribution: a rotation, a domain, a value of dataset=tensors' distributions column, whatever
-        num_clients says), `label` for the others. min_samples: a client with fewer training samples is
+        num_clients says), `label` for the others. num_clients: null is 10 clients, or for natural_id one per
+        value of its column; natural_id splits by value, not by count, so a number there must be that count
+        (refused in one line otherwise, rather than ignored). min_samples: a client with fewer training samples is
         refused, naming it."""
         self.kind, self.options = kind, dict(options or {})
         self.num_clients, self.partition_by, self.min_samples = num_clients, partition_by, min_samples
@@ -88,6 +91,11 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
         if self.partition_by != "auto":
             return self.partition_by
         return "group" if self.kind == "natural_id" else "label"
+
+    @property
+    def count(self) -> int:
+        """The clients a count-based partitioner splits into (num_clients; null: DEFAULT_CLIENTS)."""
+        return DEFAULT_CLIENTS if self.num_clients is None else self.num_clients
 
     @property
     def num_true_clusters(self) -> Optional[int]:
@@ -107,10 +115,10 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
                 allowed = sorted(accepted - SET_BY_FEDCLUSTER)
                 raise ConfigError(f"partition.options.{key} is not a setting of {cls.__name__} "
                                   f"(partition.kind={self.kind}) that fedcluster leaves to you; allowed: {allowed}")
-        given = {"num_partitions": self.num_clients, "partition_by": self.column, "seed": seed}
+        given = {"num_partitions": self.count, "partition_by": self.column, "seed": seed}
         options = {**REQUIRED_DEFAULTS.get(self.kind, {}), **self.options}
         if self.kind == "inner_dirichlet" and "partition_sizes" not in options:
-            options["partition_sizes"] = [len(p) for p in np.array_split(np.arange(pool_size), self.num_clients)]
+            options["partition_sizes"] = [len(p) for p in np.array_split(np.arange(pool_size), self.count)]
         kwargs = {k: v for k, v in given.items() if k in accepted}
         try:
             return cls(**kwargs, **options)
@@ -140,7 +148,13 @@ class FlowerPartition(CheckedSettings, group="partition"):   # declared rules ch
                 part = self.partitioner(int(torch.randint(0, 2 ** 31 - 1, (1,), generator=g)), len(table))   # the run's stream
                 part.dataset = table
                 count = part.num_partitions
+                if self.kind == "natural_id" and self.num_clients not in (None, count):
+                    raise ConfigError(f"partition.num_clients={self.num_clients} with partition.kind=natural_id: it makes "
+                                      f"one client per value of its column ({self.column}), and the data has {count}; "
+                                      f"allowed: null (one per value) or {count}")
                 rows = [part.load_partition(i) for i in range(count)]
+        except ConfigError:
+            raise   # fedcluster's own line, not the partitioner's
         except (ValueError, KeyError) as e:
             if part is None:
                 raise
