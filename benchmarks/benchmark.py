@@ -33,6 +33,8 @@ cores would give: with T threads, N neighbours and C cores, min(T, C) / min(T, C
 
 `--smoke` runs every workload at tiny sizes (1 timed round, a few clients) with the reference and
 the load machinery: a CI test runs it, so a workload that stops composing or running fails there.
+A full run measures each workload in a fresh process of its own; --smoke measures all of them in one
+process per role and condition (its timings mean nothing, and CI would pay a start-up for each).
 
 Usage:
   python benchmarks/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda] [--load 2]
@@ -251,9 +253,11 @@ class Failed(Exception):
     """A measurement's process failed: its last stderr line."""
 
 
-def measure(role: str, key: str, args, timeout=None) -> dict:
-    """One measurement (role fedcluster | reference) in a fresh process; the JSON it printed."""
-    cmd = [sys.executable, __file__, "--child", role, "--only", key, "--rounds", str(args.rounds),
+def measure(role: str, keys, args, timeout=None) -> dict:
+    """One fresh process (role fedcluster | reference) measuring `keys` in turn: {key: the JSON it printed,
+    or the Failed naming why}. A full run measures one workload a process; --smoke puts all of them in one
+    (its sizes time nothing worth isolating, and CI would pay a process start-up per measurement)."""
+    cmd = [sys.executable, __file__, "--child", role, "--only", ",".join(keys), "--rounds", str(args.rounds),
            "--device", args.device, "--engine", args.engine] + (["--smoke"] if args.smoke else []) \
         + (["--libgomp-default"] if getattr(args, "libgomp_default", False) else [])
     for o in args.override:
@@ -267,11 +271,22 @@ def measure(role: str, key: str, args, timeout=None) -> dict:
     try:
         out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"stopped_after_s": timeout}
-    if out.returncode:
-        lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
-        raise Failed(lines[-1] if lines else f"exit status {out.returncode}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        return {k: {"stopped_after_s": timeout} for k in keys}
+    got = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            got[row.pop("workload")] = Failed(row["failed"]) if "failed" in row else row
+    lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+    crashed = Failed(lines[-1] if lines else f"exit status {out.returncode}")
+    return {k: got.get(k, crashed) for k in keys}   # a key the process never reached: how it ended
+
+
+def measured(result):
+    """A measurement's JSON, or its Failed raised."""
+    if isinstance(result, Failed):
+        raise result
+    return result
 
 
 @contextlib.contextmanager
@@ -309,8 +324,26 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def workload_row(key: str, args) -> dict:
-    ours = measure("fedcluster", key, args)
+def workload_rows(keys, args):
+    """(key, its row or the Failed that stopped it) for each of `keys`, measured by role and condition
+    (quiet, then beside --load neighbours), each condition's keys in one process per role (measure)."""
+    ours = measure("fedcluster", keys, args)
+    refs = {} if args.no_reference else measure("reference", keys, args)
+    loaded, loaded_refs = {}, {}
+    if args.load:
+        with neighbours(args.load):
+            loaded = measure("fedcluster", keys, args)
+            if not args.no_reference:
+                loaded_refs = measure("reference", keys, args, timeout=args.reference_cap)
+    for k in keys:
+        try:
+            yield k, workload_row(k, args, ours[k], refs.get(k), loaded.get(k), loaded_refs.get(k))
+        except Failed as e:
+            yield k, e
+
+
+def workload_row(key: str, args, ours, ref, loaded, loaded_ref) -> dict:
+    ours = measured(ours)
     row = {"workload": key, "title": ours["title"], "device": args.device, "cpu": cpu_name(),
            "cores": os.cpu_count(), "threads": ours["threads"], "omp_wait_policy": ours["omp_wait_policy"],
            "torch": ours["torch"], **({"gpu": ours["gpu"]} if "gpu" in ours else {}),
@@ -322,13 +355,12 @@ def workload_row(key: str, args) -> dict:
     row["samples_per_round"] = n
     row["samples_per_second"] = round(n / ours["seconds_per_round"], 1) if ours["seconds_per_round"] > 0 else None
     if not args.no_reference:
-        ref = measure("reference", key, args)
+        ref = measured(ref)
         row["reference_seconds_per_round"] = round(ref["seconds_per_round"], 4)
         row["speedup_vs_reference"] = ratio(ref["seconds_per_round"], ours["seconds_per_round"])
     if args.load:
-        with neighbours(args.load):
-            loaded = measure("fedcluster", key, args)
-            ref = None if args.no_reference else measure("reference", key, args, timeout=args.reference_cap)
+        loaded = measured(loaded)
+        ref = None if args.no_reference else measured(loaded_ref)
         row["load_neighbours"] = args.load
         row["fair_share_slowdown"] = fair_share_slowdown(ours["threads"], args.load, os.cpu_count())
         row["loaded_seconds_per_round"] = round(loaded["seconds_per_round"], 4)
@@ -343,25 +375,35 @@ def workload_row(key: str, args) -> dict:
 
 
 def child(args) -> None:
-    """One measurement in this fresh process; prints one JSON line."""
-    key, extra = args.only, args.override
+    """The measurements of this fresh process, one workload after another (--only); one JSON line each, with
+    `failed` (the error's last line) for a workload that raised: the others go on."""
+    import traceback
     if args.child == "fedcluster":
         if args.libgomp_default:
             import torch  # noqa: F401  first: libgomp keeps its own wait policy (benchmarks/contention.py)
         import fedcluster  # noqa: F401  first: its process defaults (fedcluster/threads.py) apply before torch loads
-        import torch
-        if args.threads:
-            torch.set_num_threads(args.threads)
+    import torch         # the reference: first, as a peer library's process, without fedcluster's defaults
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    for key in [k for k in args.only.split(",") if k]:
+        try:
+            print(json.dumps({"workload": key, **one_measurement(key, args)}), flush=True)
+        except Exception:   # noqa: BLE001 -- named in one line by the parent; the next workload goes on
+            lines = [ln for ln in traceback.format_exc().strip().splitlines() if ln.strip()]
+            print(lines[-1], file=sys.stderr, flush=True)
+            print(json.dumps({"workload": key, "failed": lines[-1]}), flush=True)
+
+
+def one_measurement(key: str, args) -> dict:
+    import torch
+    extra = args.override
+    if args.child == "fedcluster":
         info = describe(key, args.smoke, extra)
         ov = overrides(key, args.smoke, extra) + [f"hardware={args.device}", f"engine={args.engine}"]
         got = seconds_per_round(ov, args.rounds, args.rounds)
         gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else None
-        print(json.dumps({**info, **got, "torch": torch.__version__, **({"gpu": gpu} if gpu else {})}))
-    else:
-        import torch     # first: as a peer library's process, without fedcluster's defaults
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        print(json.dumps(reference_seconds_per_round(key, args.rounds, args.device, args.smoke, extra)))
+        return {**info, **got, "torch": torch.__version__, **({"gpu": gpu} if gpu else {})}
+    return reference_seconds_per_round(key, args.rounds, args.device, args.smoke, extra)
 
 
 def markdown(path: Path) -> str:
@@ -433,11 +475,10 @@ def main():
         sys.exit(f"benchmark.py: --load {args.load} / --rounds {args.rounds}: allowed --load >= 0, --rounds >= 1")
     args.no_reference = args.no_reference or bool(args.src)
     failed = []
-    for k in keys:
-        try:
-            row = workload_row(k, args)
-        except Failed as e:
-            print(f"benchmark.py: workload ({k}) failed: {e}", file=sys.stderr, flush=True)
+    batches = [keys] if args.smoke else [[k] for k in keys]   # measure(): one process for all, or one each
+    for k, row in (pair for batch in batches for pair in workload_rows(batch, args)):
+        if isinstance(row, Failed):
+            print(f"benchmark.py: workload ({k}) failed: {row}", file=sys.stderr, flush=True)
             failed.append(k)
             continue
         if args.json:

@@ -50,15 +50,18 @@ def main():
                               threads=threads, src=src, libgomp_default=policy != "PASSIVE")
         if src:
             os.environ["OMP_WAIT_POLICY"] = "PASSIVE"      # an older checkout may not set it itself
-        quiet = bm.measure("fedcluster", key, run)
-        with bm.neighbours(args.load):
-            loaded = bm.measure("fedcluster", key, run)
+        quiet = bm.measured(bm.measure("fedcluster", [key], run)[key])
+        loaded = None   # --load 0 (the smoke test's): no neighbours, so no loaded condition to measure
+        if args.load:
+            with bm.neighbours(args.load):
+                loaded = bm.measured(bm.measure("fedcluster", [key], run)[key])
         os.environ.pop("OMP_WAIT_POLICY", None)
         row = {"workload": key, "engine": engine, "threads": threads, "policy": quiet["omp_wait_policy"], "repeat": repeat,
                "source": src or "this checkout", "load_neighbours": args.load,
                "quiet_seconds_per_round": round(quiet["seconds_per_round"], 4),
-               "loaded_seconds_per_round": round(loaded["seconds_per_round"], 4),
-               "slowdown_under_load": bm.ratio(loaded["seconds_per_round"], quiet["seconds_per_round"]),
+               "loaded_seconds_per_round": round(loaded["seconds_per_round"], 4) if loaded else None,
+               "slowdown_under_load": bm.ratio(loaded["seconds_per_round"], quiet["seconds_per_round"])
+               if loaded else None,
                "fair_share_slowdown": bm.fair_share_slowdown(threads, args.load, os.cpu_count()),
                "cpu": bm.cpu_name(), "torch": quiet["torch"]}
         print(json.dumps(row), flush=True)

@@ -96,6 +96,7 @@ def test_the_contention_script_runs_in_its_smoke_form(fake_root):
         ("looped", "PASSIVE"), ("looped", "libgomp default (torch loaded before fedcluster)")]
     assert all(r["slowdown_under_load"] is None or r["slowdown_under_load"] > 0 for r in rows)
     assert all(isinstance(r["quiet_seconds_per_round"], float) for r in rows)
+    assert all(r["loaded_seconds_per_round"] is None for r in rows)   # no neighbours: no loaded condition
 
 
 def test_the_scaling_script_runs_at_a_tiny_size():
