@@ -104,6 +104,19 @@ def test_the_page_shows_intervals_the_significant_best_and_missing_cells(tmp_pat
     assert "| clove | 1.00 ± 0.00 ▲ |" in text     # ARI: 1.0 every seed against ifca's 0.5-0.6
 
 
+def test_a_partition_that_counts_its_own_clients_shows_the_count_the_run_had(tmp_path):
+    # partition=flower's num_clients is null by default (10, or natural_id's count of groups): the Settings
+    # table reads the count the run trained, from its summary.json, not the config's null
+    for seed in range(2):
+        make_run(tmp_path / f"fedavg_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "fedavg"},
+                                                       "partition.num_clients": None},
+                 {"local": {"local_test_accuracy": 0.8}, "dataset": "fashion_mnist", "partition": "flower",
+                  "algorithm": "fedavg", "num_clients": 7})
+    out = tmp_path / "lb.md"
+    assert leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")]) == 0
+    assert "| fashion_mnist/flower K=2 | 7 | 2 | linear | " in out.read_text()
+
+
 def test_missing_cells_include_planned_settings_not_started_and_the_time_is_summed(tmp_path):
     for seed in range(3):
         make_run(tmp_path / f"clove_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "clove"}},

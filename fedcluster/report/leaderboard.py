@@ -237,6 +237,8 @@ def settings_section(table: dict, found) -> list:
         r = first[s]
         v = r.value
         clients = v("partition.num_clients")
+        if clients in (ABSENT, None):           # a partition that sets its own count (flower: null = its data's)
+            clients = r.summary.get("num_clients", clients)
         per_client = v("partition.samples_per_client")
         pool, test_pool = v("dataset.train_size"), v("dataset.test_size")
         train = (show(per_client) if per_client not in (ABSENT, None)
