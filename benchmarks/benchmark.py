@@ -326,15 +326,18 @@ def cpu_name() -> str:
 
 def workload_rows(keys, args):
     """(key, its row or the Failed that stopped it) for each of `keys`, measured by role and condition
-    (quiet, then beside --load neighbours), each condition's keys in one process per role (measure)."""
+    (quiet, then beside --load neighbours), each condition's keys in one process per role (measure). A
+    workload whose own measurement failed is measured no further: its row is that failure."""
     ours = measure("fedcluster", keys, args)
-    refs = {} if args.no_reference else measure("reference", keys, args)
+    ran = [k for k in keys if not isinstance(ours[k], Failed)]
+    refs = {} if args.no_reference or not ran else measure("reference", ran, args)
     loaded, loaded_refs = {}, {}
-    if args.load:
+    if args.load and ran:
         with neighbours(args.load):
-            loaded = measure("fedcluster", keys, args)
-            if not args.no_reference:
-                loaded_refs = measure("reference", keys, args, timeout=args.reference_cap)
+            loaded = measure("fedcluster", ran, args)
+            ran = [k for k in ran if not isinstance(loaded[k], Failed)]
+            if not args.no_reference and ran:
+                loaded_refs = measure("reference", ran, args, timeout=args.reference_cap)
     for k in keys:
         try:
             yield k, workload_row(k, args, ours[k], refs.get(k), loaded.get(k), loaded_refs.get(k))

@@ -1,5 +1,7 @@
 """benchmarks/benchmark.py cannot rot: every workload runs in its --smoke form (tiny sizes, the same
 presets, engines, reference loop and neighbour machinery), and a workload that breaks fails here."""
+import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -65,6 +67,24 @@ def test_a_broken_workload_fails_and_names_itself_and_the_others_get_loaded_figu
     else:
         assert row["slowdown_under_load"] is None
     assert row["fair_share_slowdown"] == benchmark.fair_share_slowdown(row["threads"], 1, row["cores"])
+
+
+def test_a_workload_whose_own_measurement_failed_is_measured_no_further(monkeypatch):
+    """workload_rows asks each role and condition only for the workloads still standing: a failed (b) costs
+    no reference or loaded measurement, and its row is its own failure."""
+    asked = []
+
+    def fake_measure(role, keys, args, timeout=None):
+        asked.append((role, list(keys)))
+        return {k: benchmark.Failed("boom") if k == "b" else {"seconds_per_round": 1.0} for k in keys}
+    monkeypatch.setattr(benchmark, "measure", fake_measure)
+    monkeypatch.setattr(benchmark, "workload_row", lambda k, args, ours, *rest: {"ours": benchmark.measured(ours), "got": rest})
+    args = argparse.Namespace(no_reference=False, load=1, reference_cap=None)
+    monkeypatch.setattr(benchmark, "neighbours", lambda n: contextlib.nullcontext())
+    rows = dict(benchmark.workload_rows(["a", "b"], args))
+    assert asked == [("fedcluster", ["a", "b"]), ("reference", ["a"]), ("fedcluster", ["a"]), ("reference", ["a"])]
+    assert isinstance(rows["b"], benchmark.Failed) and str(rows["b"]) == "boom"
+    assert rows["a"]["got"] == ({"seconds_per_round": 1.0},) * 3      # its reference, loaded and loaded reference
 
 
 def test_ratio_and_fair_share_slowdown():
