@@ -47,3 +47,18 @@ def test_the_command_prints_it_and_a_bad_override_is_one_line():
     bad = subprocess.run([sys.executable, "-m", "fedcluster.command.cli", "show", "partition=dirichlet", "partition.alpah=1"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "alpah" in bad.stderr
+
+
+@pytest.mark.parametrize("command", [["-m", "fedcluster", "show", "algorithm=ifca"], ["-m", "fedcluster", "--help"],
+                                     ["-m", "fedcluster.report", "RUN"]])
+def test_a_reader_that_stops_early_is_not_an_error(command, tmp_path):
+    """`fedcluster show algorithm=ifca | head`: the reader goes before the text is written (here it is gone
+    before the command starts writing, as when head has read its lines); exit 0 and nothing on stderr, not
+    a BrokenPipeError traceback."""
+    from test_report import make_run
+    make_run(tmp_path / "run")
+    command = [str(tmp_path / "run") if a == "RUN" else a for a in command]
+    proc = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()                       # before the command's first write: it imports for seconds first
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0 and err == "", err[-2000:]

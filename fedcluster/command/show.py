@@ -109,7 +109,7 @@ def show(args: List[str], conf: Path) -> str:
 def main(args: List[str], conf: Path) -> Optional[int]:
     from ..config.composition import one_line
     try:
-        print(show(args, conf), flush=True)
+        text = show(args, conf)
     except ValueError as e:
         print(f"fedcluster: error: {e} ({USAGE})", file=sys.stderr)
         return 2
@@ -119,12 +119,8 @@ def main(args: List[str], conf: Path) -> Optional[int]:
             raise
         print(f"fedcluster: error: {line}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:   # `fedcluster show algorithm=ifca | head`: the reader has gone; not an error
         sys.stderr.close()
-    except Exception as e:   # noqa: BLE001 -- a composition error (an unknown key or option) as one line
-        line = one_line(e, conf)
-        if line is None:
-            raise
-        print(f"fedcluster: error: {line}", file=sys.stderr)
-        return 2
     return 0
