@@ -225,12 +225,24 @@ def own_settings_section(found) -> list:
             "runs its defaults.", ""]
 
 
+def local_training(run) -> str:
+    """A run's local solver as the Settings table words it: optimizer, lr, batch and the step budget."""
+    v = run.value
+    steps = v("train.steps")
+    budget = (f"{show(steps)} steps" if steps not in (ABSENT, None)
+              else f"{show(v('train.epochs'))} epoch{'s' if v('train.epochs') != 1 else ''}")
+    return f"{show(v('train.optimizer'))} lr {show(v('train.lr'))}, batch {show(v('train.batch_size'))}, {budget}"
+
+
 def settings_section(table: dict, found) -> list:
     """Each column's protocol, read from its runs' configs (the first run of the column; a column's runs
-    share it, methods apart): clients, rounds, model, each client's training data and local training."""
-    first = {}
+    share it): clients, rounds, model, each client's training data; and its local training, which a
+    method may have of its own (a solver profile gives each baseline its repository's): one solver where
+    every run of the column has it, else each with the methods that trained so."""
+    first, solvers = {}, {}
     for r in found.runs:
         first.setdefault(setting_of(r), r)
+        solvers.setdefault(setting_of(r), {}).setdefault(local_training(r), set()).add(str(r.summary.get("algorithm")))
     out = ["## Settings", "", "| setting | clients | rounds | model | training samples per client | "
            "test samples per client | local training |", "|---|---|---|---|---|---|---|"]
     for s in sorted(table):
@@ -247,10 +259,10 @@ def settings_section(table: dict, found) -> list:
         test = v("partition.test_samples_per_client")
         test = (show(test) if test not in (ABSENT, None)
                 else f"a pool of {show(test_pool)} split with the same shares" if test_pool not in (ABSENT, None) else "–")
-        steps = v("train.steps")
-        budget = (f"{show(steps)} steps" if steps not in (ABSENT, None)
-                  else f"{show(v('train.epochs'))} epoch{'s' if v('train.epochs') != 1 else ''}")
-        local = f"{show(v('train.optimizer'))} lr {show(v('train.lr'))}, batch {show(v('train.batch_size'))}, {budget}"
+        by_solver = solvers[s]
+        local = (next(iter(by_solver)) if len(by_solver) == 1 else
+                 "; ".join(f"{solver} ({', '.join(sorted(methods))})"
+                           for solver, methods in sorted(by_solver.items(), key=lambda kv: sorted(kv[1]))))
         out.append(f"| {s} | {show(clients)} | {show(v('rounds'))} | {show(v('model.name'))} | {train} | {test} | {local} |")
     return out + [""]
 
