@@ -6,6 +6,7 @@ partition (each client's training data by class, or its mixture of distributions
 loss_heatmap (CLoVE Figure 4) and, for a sweep, ari_over_rounds (CLoVE Figure 2) and learning
 curves, with a band of one standard deviation over seeds. Rounds are counted from 1 on every
 axis (metrics.csv's round r is round r + 1), with integer ticks."""
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -168,6 +169,7 @@ def line_colors(labels) -> dict:
 
 LEGEND_INSIDE_LINES = 4    # a panel with more lines, or a label longer than LEGEND_INSIDE_CHARS, has its legend under it
 LEGEND_INSIDE_CHARS = 40
+TITLE_CHARS_PER_INCH = 13  # characters of a 9-point title that fit an inch of panel
 
 
 def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds=(-np.inf, np.inf)) -> None:
@@ -178,7 +180,9 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
     a clustering), left out rather than drawn as 0. `colors` {label: colour} keeps a label's colour
     across panels and figures (default: line_colors of these panels). Legends sit inside each
     panel, or under it where they would cover the curves (more than LEGEND_INSIDE_LINES lines, or a
-    label longer than LEGEND_INSIDE_CHARS characters). Up to four panels per row."""
+    label longer than LEGEND_INSIDE_CHARS characters). Up to four panels per row; a title wider than its
+    panel is wrapped onto more lines (a setting with its varying keys runs long), so neighbours' titles
+    never overlap."""
     colors = colors or line_colors(label for _, curves in panels for label in curves)
     cols = min(len(panels), 4)
     rows = -(-len(panels) // cols)
@@ -187,8 +191,12 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
     below = most > LEGEND_INSIDE_LINES or max((len(label) for label in labels), default=0) > LEGEND_INSIDE_CHARS
     height = 3.2 + (0.16 * most + 0.3 if below else 0.0)   # room for the legend under each panel
     width = max(4.2, 0.055 * max((len(label) for label in labels), default=0) + 1.0) if below else 4.2
+    fit = int(width * TITLE_CHARS_PER_INCH)
+    titles = [textwrap.fill(title, fit) if len(title) > fit else title for title, _ in panels]
+    extra = max(t.count("\n") for t in titles) if titles else 0
+    height += 0.17 * extra                             # the wrapped lines' room above each panel
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=True)
-    for ax, (title, curves) in zip(axes.flat, panels):
+    for ax, title, (_, curves) in zip(axes.flat, titles, panels):
         longest = 1
         for label, seeds in sorted(curves.items()):
             mean, dev = seed_band(seeds)
@@ -214,7 +222,7 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
             ax.legend(fontsize=7, loc="best", framealpha=0.8)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    save(fig, path, **({"bbox_inches": "tight"} if below else {}))
+    save(fig, path, **({"bbox_inches": "tight"} if below or extra else {}))
 
 
 def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -> None:

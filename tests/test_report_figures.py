@@ -53,3 +53,24 @@ def test_many_or_long_line_labels_put_the_legend_under_the_panel(tmp_path):
     write_curves(tmp_path / "long.png", long, "ARI")
     assert plt.imread(tmp_path / "long.png").shape[0] > 1.3 * plt.imread(tmp_path / "short.png").shape[0]
     assert (tmp_path / "long.pdf").exists()
+
+
+def test_long_panel_titles_wrap_inside_their_panel_and_never_overlap(tmp_path, monkeypatch):
+    """A setting with its varying keys makes a long title: each is wrapped to its panel's width, so no two
+    neighbours' titles run into each other (they did in the CLoVE label-skew report's three panels)."""
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, path, **kw: figures.append(fig))
+    title = "clove_label_skews fashion_mnist/label_skew3 [train.batch_size=100, train.lr=0.01, train.momentum=0, " \
+            "train.optimizer=adam]"
+    plots.write_ari_over_rounds(tmp_path / "ari.png", [(title, {"clove": [[1.0, 1.0]]}),
+                                                       (title.replace("3", "4"), {"ifca": [[0.5, 0.6]]}),
+                                                       ("short", {"ifca": [[0.5, 0.6]]})])
+    (fig,) = figures
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    spans = [ax.title.get_window_extent(renderer) for ax in axes]
+    for ax, span in zip(axes, spans):
+        assert span.width <= ax.get_window_extent(renderer).width * 1.1
+    assert all(a.x1 < b.x0 for a, b in zip(spans, spans[1:]))          # left to right, apart
+    assert "\n" in axes[0].get_title() and axes[2].get_title() == "short"
