@@ -123,12 +123,12 @@ def test_a_column_whose_methods_train_with_their_own_solvers_names_each_with_its
     for seed in range(2):
         _run(tmp_path, "clove", "clove", seed, 0.8)
         make_run(tmp_path / f"cfl_s{seed}", seed, {"algorithm": {"_target_": "x", "name": "cfl"}, "train.optimizer": "sgd",
-                                                   "train.lr": 0.1, "train.batch_size": 128},
+                                                   "train.lr": 0.1, "train.momentum": 0.9, "train.batch_size": 128},
                  {"local": {"local_test_accuracy": 0.7}, "dataset": "fashion_mnist", "partition": "label_skew1",
                   "algorithm": "cfl"})
     out = tmp_path / "lb.md"
     assert leaderboard.main([str(tmp_path), "--out", str(out), "--figure", str(tmp_path / "lb.png")]) == 0
-    assert ("| linear | – | a pool of 100 split with the same shares | sgd lr 0.1, batch 128, 1 epoch (cfl); "
+    assert ("| linear | – | a pool of 100 split with the same shares | sgd lr 0.1 momentum 0.9, batch 128, 1 epoch (cfl); "
             "adam lr 0.005, batch 10, 1 epoch (clove) |" in out.read_text())
 
 

@@ -226,12 +226,14 @@ def own_settings_section(found) -> list:
 
 
 def local_training(run) -> str:
-    """A run's local solver as the Settings table words it: optimizer, lr, batch and the step budget."""
+    """A run's local solver as the Settings table words it: optimizer, lr (and momentum where it has one),
+    batch and the step budget."""
     v = run.value
-    steps = v("train.steps")
+    steps, momentum = v("train.steps"), v("train.momentum")
     budget = (f"{show(steps)} steps" if steps not in (ABSENT, None)
               else f"{show(v('train.epochs'))} epoch{'s' if v('train.epochs') != 1 else ''}")
-    return f"{show(v('train.optimizer'))} lr {show(v('train.lr'))}, batch {show(v('train.batch_size'))}, {budget}"
+    moves = f" momentum {show(momentum)}" if momentum not in (ABSENT, None, 0, 0.0) else ""
+    return f"{show(v('train.optimizer'))} lr {show(v('train.lr'))}{moves}, batch {show(v('train.batch_size'))}, {budget}"
 
 
 def settings_section(table: dict, found) -> list:
