@@ -67,5 +67,29 @@ def hungarian_match(cost: np.ndarray) -> np.ndarray:
 
 
 def ari(truth, assigned) -> float:
-    from sklearn.metrics import adjusted_rand_score
-    return float(adjusted_rand_score(np.asarray(truth), np.asarray(assigned)))
+    """Adjusted Rand index of two labelings (Hubert & Arabie 1985), from the pair counts of their
+    contingency table: of the n^2 - n ordered pairs of distinct samples, `both` are together in each,
+    `only_truth` / `only_assigned` together in one alone, `neither` apart in both; ARI =
+    2 (both * neither - only_truth * only_assigned) / ((both + only_truth)(only_truth + neither) +
+    (both + only_assigned)(only_assigned + neither)), and 1 where no pair disagrees. Exact integers
+    until one division, so it equals sklearn.metrics.adjusted_rand_score to the last bit
+    (tests/test_metrics.py) without importing scikit-learn's metrics, a second of every run's start."""
+    truth, assigned = np.asarray(truth).ravel(), np.asarray(assigned).ravel()
+    if truth.shape != assigned.shape:
+        raise ValueError(f"ari: labelings of {truth.size} and {assigned.size} samples")
+    _, t = np.unique(truth, return_inverse=True)
+    _, a = np.unique(assigned, return_inverse=True)
+    table = np.zeros((int(t.max(initial=-1)) + 1, int(a.max(initial=-1)) + 1), dtype=np.int64)
+    np.add.at(table, (t, a), 1)
+    n = int(truth.size)
+    squares = int((table ** 2).sum())
+    in_truth = int((table.sum(1) ** 2).sum())          # sum over pairs together in the truth, ordered, self-pairs too
+    in_assigned = int((table.sum(0) ** 2).sum())
+    both = squares - n
+    only_truth = in_truth - squares
+    only_assigned = in_assigned - squares
+    neither = n * n - only_truth - only_assigned - squares
+    if only_truth == 0 and only_assigned == 0:
+        return 1.0
+    return 2.0 * (both * neither - only_truth * only_assigned) / (
+        (both + only_truth) * (only_truth + neither) + (both + only_assigned) * (only_assigned + neither))

@@ -83,8 +83,8 @@ def data_root(tmp_path_factory) -> Path:
 
 def shrink(cfg, root: Path):
     """The composed config made tiny by the keys it has: 2 rounds of 2 steps (FedPAC's head phase
-    too; FedALA's weight learning at most 2 passes), a few clients with few samples, fake data
-    under `root`."""
+    too; FedALA's weight learning at most 2 passes; FeSEM's local-only start-up one epoch, not 3), a few
+    clients with few samples, fake data under `root`."""
     with open_dict(cfg):
         cfg.update(rounds=2, eval_every=1, progress=False, plots=False, checkpoint_every=0)
         cfg.train.update(steps=2, batch_size=8)
@@ -117,7 +117,8 @@ def shrink(cfg, root: Path):
                                        for side, rows in p.pool_class_counts.items()}
         for node in (a, a.get("base") or {}):
             for key, value in (("selection_size", 3), ("local_rounds", 1), ("split_after_round", 0), ("warmup_rounds", 1),
-                               ("kmeans_iters", 2), ("max_passes", 2), ("head_epochs", None)):
+                               ("kmeans_iters", 2), ("max_passes", 2), ("head_epochs", None),
+                               ("startup_epochs", 1)):
                 if key in node:
                     node[key] = value
     return cfg

@@ -52,3 +52,21 @@ def test_reconstruction_mse_is_the_mean_per_sample_pixel_error():
     assert model_metrics("reconstruction", out, x, mask, 0)["mse"].tolist() == [1.0]
     from fedcluster.engine.losses import per_sample_loss
     assert per_sample_loss("reconstruction", out[0], x[0]).tolist() == [1.0, 1.0, 25.0]
+
+
+def test_ari_equals_sklearns_to_the_last_bit():
+    """Our ARI (pair counts in exact integers) against sklearn.metrics.adjusted_rand_score: the same float, over
+    random labelings of every size the runs see (and special cases: one cluster, full agreement, one sample,
+    none, labels that are not 0..K-1)."""
+    from sklearn.metrics import adjusted_rand_score
+    g = np.random.default_rng(0)
+    cases = [([0] * 5, [0] * 5), ([0, 0, 1, 1], [1, 1, 0, 0]), ([0, 1, 2], [0, 0, 0]), ([3], [7]), ([], []),
+             ([5, 5, 9, 2], [-1, 4, 4, 4]), (np.array(["a", "b", "a"]), np.array([1, 2, 2]))]
+    for _ in range(300):
+        n = int(g.integers(2, 400))
+        cases.append((g.integers(0, g.integers(1, 12), n), g.integers(0, g.integers(1, 12), n)))
+    for truth, assigned in cases:
+        ours = ari(truth, assigned)
+        assert type(ours) is float and ours == float(adjusted_rand_score(truth, assigned)), (truth, assigned)
+    with pytest.raises(ValueError, match="labelings of 3 and 2 samples"):
+        ari([0, 1, 1], [0, 1])
