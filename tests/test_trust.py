@@ -19,13 +19,17 @@ from fedcluster.runner import run
 
 from conftest import SMALL, die_in_round, make_cfg
 from test_cli import SMALL_CLI, _fedcluster
+
+# the small CLI run without its figures: no test here reads one (tests/test_figures.py and test_cli.py do), and
+# drawing them is a third of a small run's time
+QUIET = [*SMALL_CLI, "progress=false", "plots=false"]
 from test_run_safety import one_line_error, snapshot
 
 LONG = ["rounds=300", "checkpoint_every=0", "plots=false"]
 
 
 def start(*args, cwd):
-    return subprocess.Popen([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=cwd,
+    return subprocess.Popen([_fedcluster(), *QUIET, *args], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -40,10 +44,10 @@ def wait_for(path: Path, proc=None, timeout=120):
 def assert_resumes_to_an_uninterrupted_run(args, out: Path, tmp_path: Path) -> None:
     """The same command (args end with hydra.run.dir=out) finishes the run, and its metrics.csv
     is byte-identical to an uninterrupted run of the same config."""
-    resumed = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=tmp_path, capture_output=True,
+    resumed = subprocess.run([_fedcluster(), *QUIET, *args], cwd=tmp_path, capture_output=True,
                              text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
-    reference = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args[:-1],
+    reference = subprocess.run([_fedcluster(), *QUIET, *args[:-1],
                                 f"hydra.run.dir={tmp_path / 'ref'}"], cwd=tmp_path, capture_output=True, text=True,
                                timeout=300)
     assert reference.returncode == 0
@@ -70,7 +74,7 @@ def test_a_refused_process_never_removes_a_directory_another_holds(tmp_path):
     rundir.check_place(out)
     inode = out.stat().st_ino
     with rundir.locked(out):
-        proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
+        proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={out}"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
         one_line_error(proc, "in use by another fedcluster process")
         assert out.is_dir() and out.stat().st_ino == inode and not any(out.iterdir())
@@ -102,9 +106,9 @@ def test_paused_owner_keeps_its_directory_and_nothing_mixes(tmp_path):
     wait_for(out / "config.yaml", owner)
     owner.send_signal(signal.SIGSTOP)
     try:
-        same = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", "rounds=40", "checkpoint_every=0",
+        same = subprocess.run([_fedcluster(), *QUIET, "rounds=40", "checkpoint_every=0",
                                f"hydra.run.dir={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        other = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", "rounds=40", "checkpoint_every=0",
+        other = subprocess.run([_fedcluster(), *QUIET, "rounds=40", "checkpoint_every=0",
                                 "seed=1", f"hydra.run.dir={out}"], cwd=tmp_path, capture_output=True, text=True,
                                timeout=120)
     finally:
@@ -219,7 +223,7 @@ def test_a_resumed_checkpoint_is_verified_by_the_command_too(tmp_path):
             data[len(data) // 2] ^= 0x10
             (out / name).write_bytes(bytes(data))
     before = snapshot(out)
-    again = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=tmp_path, capture_output=True,
+    again = subprocess.run([_fedcluster(), *QUIET, *args], cwd=tmp_path, capture_output=True,
                            text=True, timeout=120)
     one_line_error(again, "fails its checksum", "overwrite=true")
     assert snapshot(out) == before
@@ -309,7 +313,7 @@ def test_overwrite_replaces_a_finished_run_of_another_config(finished):
 ])
 def test_composition_errors_are_one_line_and_leave_nothing(tmp_path, args, needle):
     out = tmp_path / "X" / "a" / "b" / "c"
-    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={out}", *args], cwd=tmp_path,
+    proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={out}", *args], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     one_line_error(proc, needle)
     assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
@@ -327,7 +331,7 @@ def test_a_refused_sweep_is_one_line_and_leaves_nothing(tmp_path, args, needle):
     """A sweep whose every job is refused (a bad value, a config that cannot be composed) leaves no
     sweep directory (Hydra's multirun.yaml included) and no parent it created."""
     sweep = tmp_path / "X" / "a" / "b" / "c"
-    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", *args, f"hydra.sweep.dir={sweep}"],
+    proc = subprocess.run([_fedcluster(), "-m", *QUIET, *args, f"hydra.sweep.dir={sweep}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     one_line_error(proc, needle)
     assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
@@ -346,7 +350,7 @@ def test_a_preset_whose_every_job_is_refused_leaves_nothing_in_its_default_direc
 ])
 def test_a_sweep_with_a_refused_job_keeps_the_others_and_names_the_refusal(tmp_path, grid, refusal):
     sweep = tmp_path / "sweep"
-    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "progress=false", "rounds=1", grid,
+    proc = subprocess.run([_fedcluster(), "-m", *QUIET, "rounds=1", grid,
                            f"hydra.sweep.dir={sweep}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("fedcluster: error:")]
@@ -382,7 +386,7 @@ def test_hydra_full_error_still_gives_the_full_trace(tmp_path):
 
 
 def test_an_empty_run_directory_is_refused(tmp_path):
-    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", "hydra.run.dir="], cwd=tmp_path,
+    proc = subprocess.run([_fedcluster(), *QUIET, "hydra.run.dir="], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     one_line_error(proc, "output directory is empty")
     assert list(tmp_path.iterdir()) == []
@@ -636,7 +640,7 @@ def test_a_run_whose_directory_is_moved_away_stops_instead_of_writing_elsewhere(
     (["train.lr=${nope}"], "train.lr cannot be resolved"),
 ])
 def test_deleted_settings_and_bad_interpolations_are_one_line(tmp_path, args, needle):
-    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={tmp_path / 'r'}", *args],
+    proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={tmp_path / 'r'}", *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     one_line_error(proc, needle)
     assert list(tmp_path.iterdir()) == []
@@ -644,7 +648,7 @@ def test_deleted_settings_and_bad_interpolations_are_one_line(tmp_path, args, ne
 
 def test_an_over_long_directory_name_is_one_line_and_leaves_no_parent(tmp_path):
     out = tmp_path / "ok" / ("x" * 300) / "r"
-    proc = subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
+    proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={out}"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     one_line_error(proc, "File name too long")
     assert not (tmp_path / "ok").exists()
