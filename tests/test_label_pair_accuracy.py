@@ -1,6 +1,7 @@
 """scripts/label_pair_accuracy.py: rebuilds a finished n-class run's partition from its
 config.yaml and splits the final per-client accuracy by whether a client's two classes are
 of one kind (the explanation of the n-class K = 5 seed spread in the Fed-CAM Table 1 report)."""
+import copy
 import importlib.util
 from pathlib import Path
 
@@ -23,8 +24,10 @@ def script():
     return mod
 
 
-@pytest.fixture
-def nclass_run(tmp_path):
+@pytest.fixture(scope="module")
+def nclass_run(tmp_path_factory):
+    """One finished run the tests only read (each test that changes the config changes a copy)."""
+    tmp_path = tmp_path_factory.mktemp("nclass")
     write_mnist_like(tmp_path / "data" / "FashionMNIST" / "raw", n_train=600, n_test=200)
     cfg = make_cfg(["+preset=cam/table1", f"dataset.root={tmp_path / 'data'}", "partition=cluster_nclass",
                     "algorithm=fedavg", "partition.num_clients=20", "rounds=2", "eval_every=1",
@@ -69,6 +72,7 @@ def test_another_seed_gives_counts_only_of_that_seeds_partition(script, nclass_r
     cfg, out = nclass_run
     r = script.same_kind_split(out, seed=4)
     assert r["seed"] == 4 and "acc_same_kind" not in r
+    cfg = copy.deepcopy(cfg)
     cfg.seed = 4
     assert r["pairs"][0][1] == max(pd.Series([tuple(sorted(s)) for s in script.client_label_sets(cfg)]).value_counts())
     script.main([str(out), "--seed", "4"])
