@@ -243,8 +243,9 @@ def settings_section(table: dict, found) -> list:
     every run of the column has it, else each with the methods that trained so."""
     first, solvers = {}, {}
     for r in found.runs:
-        first.setdefault(setting_of(r), r)
-        solvers.setdefault(setting_of(r), {}).setdefault(local_training(r), set()).add(str(r.summary.get("algorithm")))
+        column = setting_of(r)
+        first.setdefault(column, r)
+        solvers.setdefault(column, {}).setdefault(local_training(r), set()).add(str(r.summary.get("algorithm")))
     out = ["## Settings", "", "| setting | clients | rounds | model | training samples per client | "
            "test samples per client | local training |", "|---|---|---|---|---|---|---|"]
     for s in sorted(table):
