@@ -92,3 +92,22 @@ def test_the_graph_is_read_from_relative_and_absolute_imports():
 
 def test_no_import_cycle_between_subpackages():
     assert cycles(import_graph()) == []
+
+
+def test_a_refused_run_loads_no_table_or_analysis_library(tmp_path):
+    """The CLI's start-up stays small: a run refused for a bad value (the commonest CLI call in a
+    sweep of typos) stops before pandas, scipy, sklearn or matplotlib are imported (each a
+    fraction of a second of every such call)."""
+    import subprocess
+    import sys
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['fedcluster', 'rounds=0', 'hydra.run.dir=' + sys.argv[1]]\n"
+             "try:\n    runpy.run_module('fedcluster.command.cli', run_name='__main__')\n"
+             "except SystemExit as e:\n    code = e.code\n"
+             "heavy = [m for m in ('pandas', 'scipy', 'sklearn', 'matplotlib') if m in sys.modules]\n"
+             "print('exit', code, 'loaded', heavy)\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "r")], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert "rounds=0 is out of range" in out.stderr, out.stderr
+    assert out.stdout.strip() == "exit 2 loaded []", out.stdout   # 2: bad input
+    assert not (tmp_path / "r").exists()

@@ -19,7 +19,6 @@ cluster it was in (the half that keeps the parent's index), and a cluster withou
 from typing import Annotated, List
 
 import numpy as np
-import pandas as pd
 import torch
 
 from ..models.rows import rows_of
@@ -141,5 +140,6 @@ class CFL(ClusteredAlgorithm):
 
     def artifacts(self):
         """cfl_splits.csv: update norms per cluster and round, to calibrate eps1/eps2."""
+        import pandas as pd   # imported when used: the CLI's start-up (and its refusals) skip pandas
         return {"cfl_splits": pd.DataFrame(self.split_log)} if self.split_log else {}
 

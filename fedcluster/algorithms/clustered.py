@@ -1,7 +1,6 @@
 """The base of the hard-clustering methods (IFCA, CLoVE, CFL, FeSEM): one model per cluster,
 one cluster per client. A subclass keeps only its assignment rule (and, where it differs, how a
 cluster's model is updated)."""
-import pandas as pd
 import torch
 
 from ..errors import ConfigError
@@ -78,4 +77,5 @@ class ClusteredAlgorithm(Algorithm):
         if self.loss_vectors is None:
             return {}
         L = self.loss_vectors.detach().cpu().numpy()
+        import pandas as pd   # imported when used: the CLI's start-up (and its refusals) skip pandas
         return {"loss_vectors": pd.DataFrame(L, columns=[f"model_{j}" for j in range(L.shape[1])])}

@@ -8,14 +8,17 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import torch
 
 from ..errors import WriteFailed
 from .identity import json_default
 from .rundir import check_still_owned, is_owned, note_written
 from ..signals import deferred
+
+if TYPE_CHECKING:   # only a type here: the CLI's start-up (and its refusals) skip pandas
+    import pandas as pd
 
 
 def _umask() -> int:
@@ -98,7 +101,7 @@ def write_json(path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=json_default) + "\n")
 
 
-def write_csv(path, frame: pd.DataFrame) -> None:
+def write_csv(path, frame: "pd.DataFrame") -> None:
     _atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 

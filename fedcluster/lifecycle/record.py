@@ -10,15 +10,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-import pandas as pd
 import torch
 
 from ..models.stacked import on_device, put_rows, take_at
 from ..errors import ConfigError
 from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
 from .io import torch_bytes, write_bytes, write_csv
+
+if TYPE_CHECKING:   # imported when used: the CLI's start-up (and its refusals) skip pandas
+    import pandas as pd
 
 CHECKPOINT = "checkpoint.pt"
 PREVIOUS_CHECKPOINT = "checkpoint.prev.pt"
@@ -35,9 +37,10 @@ def run_ids(cfg, fingerprint: str) -> dict:
             "partition": cfg.partition.name, "seed": int(cfg.seed)}
 
 
-def metrics_table(rows: List[dict], ids: dict) -> pd.DataFrame:
+def metrics_table(rows: List[dict], ids: dict) -> "pd.DataFrame":
     """metrics.csv's frame: the identifier columns, then round, model, model_index, eval_set,
     metric, value (a fixed order, so rows appended round by round line up)."""
+    import pandas as pd
     frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
     for i, (k, v) in enumerate(ids.items()):
         frame.insert(i, k, v)
