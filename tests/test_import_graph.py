@@ -111,3 +111,18 @@ def test_a_refused_run_loads_no_table_or_analysis_library(tmp_path):
     assert "rounds=0 is out of range" in out.stderr, out.stderr
     assert out.stdout.strip() == "exit 2 loaded []", out.stdout   # 2: bad input
     assert not (tmp_path / "r").exists()
+
+
+def test_the_meta_copy_that_sizes_a_model_draws_no_weights():
+    """assemble.count_parameters builds a copy on the meta device: shapes only. Drawing its Xavier
+    weights there went through torch's reference ops and loaded torch._dynamo (1-2 s of each run's
+    start-up on the looped engine, which never needs it); the real model still gets its draws."""
+    import subprocess
+    import sys
+    probe = ("import sys, torch\n"
+             "from fedcluster.assemble import count_parameters\n"
+             "from fedcluster.models.mlp import MLP\n"
+             "n = count_parameters(lambda: MLP(in_shape=(8,), num_outputs=3, hidden=[4], init='xavier'))\n"
+             "print(n, 'torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == [str(8 * 4 + 4 + 4 * 3 + 3), "False"], out.stdout + out.stderr

@@ -29,7 +29,9 @@ def initialize(module: nn.Module, init: str) -> None:
     """Apply `model.init` to a freshly built module (its layers already hold PyTorch's default)."""
     if init not in INITS:
         raise ConfigError(f"model.init={init!r} is unknown; allowed: {list(INITS)}")
-    if init == "xavier":
+    if init == "xavier" and not any(p.is_meta for p in module.parameters()):
+        # a copy on the meta device (assemble.count_parameters, activation_numel) holds shapes only: no
+        # values to draw, and drawing them there would load torch._dynamo (1-2 s of every CLI start-up)
         xavier_normal_linear_kaiming_conv(module)
 
 
