@@ -1,10 +1,26 @@
-"""The `fedcluster` command's first lines: stop signals (Ctrl-C, SIGTERM, SIGUSR1) are handled
-before torch and Hydra are imported (noted, then raised once the imports are done: signals.py),
-so a stop while starting is one line, not a traceback or an abort inside torch's import."""
+"""The console scripts' first lines.
+
+`fedcluster`: stop signals (Ctrl-C, SIGTERM, SIGUSR1) are handled before torch and Hydra are
+imported (noted, then raised once the imports are done: signals.py), so a stop while starting is
+one line, not a traceback or an abort inside torch's import. Both commands end their process
+without the interpreter's teardown once their work and its exit hooks are done (quick_exit.py)."""
 import sys
 
+from . import quick_exit
 
-def main() -> None:
+
+def _ended(work) -> None:
+    """Run `work` (the command), noting the code it exits with for quick_exit."""
+    quick_exit.arm()   # first, before any import registers an exit hook of its own
+    try:
+        work()
+    except SystemExit as e:
+        quick_exit.exiting(e.code)
+        raise
+    quick_exit.exiting(0)
+
+
+def _fedcluster() -> None:
     from .. import signals
     signals.install()
     try:
@@ -14,6 +30,21 @@ def main() -> None:
         print("fedcluster: interrupted while starting; nothing was written", file=sys.stderr)
         sys.exit(signals.exit_code(e))
     cli_main()
+
+
+def _report() -> None:
+    from ..report import main as report_main
+    report_main()
+
+
+def main() -> None:
+    """The `fedcluster` command (and `python -m fedcluster`)."""
+    _ended(_fedcluster)
+
+
+def report() -> None:
+    """The `fedcluster-report` command."""
+    _ended(_report)
 
 
 if __name__ == "__main__":
