@@ -5,7 +5,6 @@ marks the run finished)."""
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from .lifecycle.integrity import seal_summary
 from .lifecycle.io import write_csv, write_json
@@ -15,6 +14,7 @@ from .lifecycle.summary import summarize
 
 def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, wall: float, ids: dict,
                   peak_mb=None) -> dict:
+    import pandas as pd   # imported when used: a refused run never loads pandas
     frame = pd.DataFrame(record.metrics)
     write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))
     if record.assignments:

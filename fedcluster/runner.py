@@ -14,6 +14,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from .artifacts import write_results
 from .assemble import build, choose_engine
 from .lifecycle.provenance import source_revision
 from .lifecycle.divergence import DivergenceWatch
@@ -168,7 +169,6 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             bar = None
         peak = (round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)
                 if hw.torch_device.type == "cuda" else None)
-        from .artifacts import write_results   # imported when used: a refused run never loads pandas
         summary = write_results(out, cfg, fed, alg, record, engine, hw, record.elapsed + time.time() - started, ids,
                                 peak)
         return summary

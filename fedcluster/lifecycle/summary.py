@@ -2,9 +2,9 @@
 samples), the cluster models per distribution, the center matching, ARI and its convergence,
 and the importance-weight error of soft methods."""
 import platform
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
@@ -15,8 +15,11 @@ from ..metrics import hungarian_match, key_metric
 from ..pairing import center_pairing
 from .provenance import source_revision
 
+if TYPE_CHECKING:   # types only here: a refused run never loads pandas
+    import pandas as pd
 
-def mean_over_clients(rows: pd.DataFrame) -> dict:
+
+def mean_over_clients(rows: "pd.DataFrame") -> dict:
     """{"<eval_set>_<metric>": mean over clients} of one predictor's metric rows."""
     return {f"{s}_{m}": float(g["value"].mean()) for (s, m), g in rows.groupby(["eval_set", "metric"])}
 
@@ -24,7 +27,7 @@ def mean_over_clients(rows: pd.DataFrame) -> dict:
 SAMPLE_MEAN_METRICS = ("accuracy", "mse")   # metrics that are means over a client's samples (macro-F1 is not)
 
 
-def pooled_over_clients(rows: pd.DataFrame, sizes: dict) -> dict:
+def pooled_over_clients(rows: "pd.DataFrame", sizes: dict) -> dict:
     """{"<eval_set>_<metric>": the metric over all clients' samples of that split pooled}, i.e.
     the mean over clients weighted by each one's sample count in the split (`sizes`: eval_set ->
     [N] counts), for the metrics that are per-sample means. Fed-CAM §5 scores 'micro accuracy'
@@ -98,7 +101,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
     return summary
 
 
-def importance_error(assign: pd.DataFrame, final: int, data, matched: dict) -> dict:
+def importance_error(assign: "pd.DataFrame", final: int, data, matched: dict) -> dict:
     """Per group of clients with the same true mixture (at most 4 groups): mean estimated
     weight on the center matched to each distribution vs the true share."""
     mixture = data.mixture.cpu().numpy()
