@@ -9,6 +9,10 @@
 # (test_input_checks.py, test_config_errors.py, test_trust.py run the other values in-process).
 set -u
 work=${1:-$(mktemp -d /tmp/fedcluster_reliability.XXXX)}
+# the cases read what they leave behind (a refusal must leave no folder): an earlier check's files would fail them
+if [ -e "$work" ] && [ -n "$(ls -A "$work" 2>/dev/null)" ]; then
+  echo "reliability_check.sh: WORK_DIR $work is not empty; allowed: a new or empty folder" >&2; exit 2
+fi
 mkdir -p "$work" && cd "$work" || exit 2
 FC=${FEDCLUSTER:-fedcluster}
 REPORT=${FEDCLUSTER_REPORT:-fedcluster-report}
