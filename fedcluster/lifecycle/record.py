@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
 from .io import torch_bytes, write_bytes, write_csv
 
-if TYPE_CHECKING:   # imported when used: the CLI's start-up (and its refusals) skip pandas
+if TYPE_CHECKING:   # only a type here: the CLI's start-up (and its refusals) skip pandas
     import pandas as pd
 
 CHECKPOINT = "checkpoint.pt"
