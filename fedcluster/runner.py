@@ -162,8 +162,9 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             done = t + 1
             if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0 and not last:
                 with deferred():   # a stop during the checkpoint finishes it and then resumes from it
-                    record.save(out, fingerprint, alg, watch, t + 1, record.elapsed + time.time() - started, ids)
+                    record.save(out, fingerprint, alg, watch, t + 1, record.elapsed + time.time() - started)
                     checkpointed = t + 1
+                    record.write_metrics(out, ids)
         if bar is not None:
             bar.close()
             bar = None

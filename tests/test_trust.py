@@ -596,6 +596,40 @@ def test_out_of_memory_mid_run_is_one_line_and_the_run_resumes_after(tmp_path, m
     pd.testing.assert_frame_equal(pd.read_csv(out / "metrics.csv"), uninterrupted)
 
 
+@pytest.mark.parametrize("failing", ["checkpoint", "metrics"])
+def test_a_disk_that_fills_between_a_checkpoint_and_its_metrics_names_the_checkpoint_it_wrote(
+        tmp_path, monkeypatch, uninterrupted, failing):
+    """The disk fills after round 3's checkpoint is written but before the metrics beside it are (the reliability
+    check's tmpfs hit this window, 2026-11-28): the one-line message names round 3's checkpoint, which the same
+    command resumes from; when the checkpoint itself is what cannot be written, it names round 2's."""
+    import errno
+    import fedcluster.lifecycle.record as record
+    from fedcluster.errors import RunFault
+    out = tmp_path / "run"
+    real = {"checkpoint": record.write_bytes, "metrics": record.write_csv}
+    writes = []
+
+    def full_after_three(kind):
+        def write(path, *a, **kw):
+            writes.append(kind)
+            if writes.count(kind) == 3:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            return real[kind](path, *a, **kw)
+        return write
+    monkeypatch.setattr(record, "write_bytes" if failing == "checkpoint" else "write_csv", full_after_three(failing))
+    with pytest.raises(RunFault) as e:
+        run(make_cfg(SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]), out)
+    message = str(e.value)
+    written = 2 if failing == "checkpoint" else 3
+    assert "\n" not in message and "No space left on device" in message \
+        and message.endswith(f"resumes from the checkpoint after round {written}"), message
+    newest = out / CHECKPOINT if (out / CHECKPOINT).exists() else out / PREVIOUS_CHECKPOINT   # the renamed one
+    assert read_checkpoint_file(newest)["next_round"] == written
+    monkeypatch.undo()
+    run(make_cfg(SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]), out)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "metrics.csv"), uninterrupted)
+
+
 def test_other_errors_mid_run_are_not_taken_for_out_of_memory(tmp_path, monkeypatch):
     import fedcluster.runner as runner
 

@@ -97,9 +97,10 @@ class RunRecord:
         return cls(ckpt["metrics"], ckpt["assignments"], ckpt["cluster_sizes"], ckpt.get("participation", []),
                    ckpt["client_state"], ckpt["next_round"], ckpt["elapsed"])
 
-    def save(self, out: Path, fingerprint: str, alg, watch, next_round: int, elapsed: float, ids: dict) -> None:
-        """Checkpoint after round next_round - 1 (the one before becomes checkpoint.prev.pt), and
-        the metrics so far."""
+    def save(self, out: Path, fingerprint: str, alg, watch, next_round: int, elapsed: float) -> None:
+        """Checkpoint after round next_round - 1 (the one before becomes checkpoint.prev.pt). The metrics so
+        far are written apart (write_metrics), after the caller notes the checkpoint: a fault in that write
+        (a full disk) then names the checkpoint it resumes from."""
         payload = torch_bytes({"fingerprint": fingerprint, "next_round": next_round,
                                "algorithm": alg.state_dict(), "client_state": self.client_state,
                                "metrics": self.metrics, "assignments": self.assignments,
@@ -110,6 +111,8 @@ class RunRecord:
         if (out / CHECKPOINT).exists():
             (out / CHECKPOINT).replace(out / PREVIOUS_CHECKPOINT)
         write_bytes(out / CHECKPOINT, data)
+
+    def write_metrics(self, out: Path, ids: dict) -> None:
         write_csv(out / METRICS_FILE, metrics_table(self.metrics, ids))
 
     @staticmethod
