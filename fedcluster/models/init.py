@@ -31,9 +31,9 @@ def initialize(module: nn.Module, init: str) -> None:
         raise ConfigError(f"model.init={init!r} is unknown; allowed: {list(INITS)}")
     if init == "xavier" and not any(p.is_meta for p in module.parameters()):
         # a copy on the meta device (assemble.count_parameters, activation_numel) holds shapes only: no
-        # values to draw, and drawing them there loads torch._dynamo (about a second of the start-up of a
-        # run that does not otherwise need it: a linear or MLP model on the looped engine; a conv model's
-        # meta forward pass, and torch.func on the batched engine, load it anyway)
+        # values to draw, and drawing them there loads torch._dynamo (about a second): a command that sizes
+        # the model and then stops (a refusal) is spared it; training loads it anyway (torch.optim's step and
+        # torch.func import it, measured 2026-11-29), as does a conv model's meta forward pass
         xavier_normal_linear_kaiming_conv(module)
 
 
