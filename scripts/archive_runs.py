@@ -88,6 +88,9 @@ def archive(src: Path, dest: Path) -> dict:
     """Archive every finished run under src into dest; counts of what happened."""
     if not src.is_dir():
         raise ArchiveError(f"sweep directory {src} does not exist")
+    if os.path.lexists(dest) and (dest.is_symlink() or not dest.is_dir()):
+        raise ArchiveError(f"archive {dest} is {'a symbolic link' if dest.is_symlink() else 'an existing file'}, not a "
+                           "folder; allowed: a folder (created where missing)")
     if dest.resolve() == src.resolve() or src.resolve() in dest.resolve().parents:
         raise ArchiveError(f"archive {dest} lies inside the sweep directory {src}; choose a folder outside it")
     found = discover(src)

@@ -559,6 +559,74 @@ else
 fi
 }
 trust_boundary
+escape_routes() {
+section "escape routes: which files are a run's comes from its seal; set-aside folders and links mid-run; a user's tables"
+d="$work/er_aside"; "$FC" "${SMALL[@]}" "hydra.run.dir=$d" 2>/dev/null; echo mine > "$d/notes.txt"; mkdir "$d/.fedcluster-replaced"
+before=$(tree_hash "$d"); beforelist=$(cd "$d" && find . | sort)
+err=$("$FC" "${SMALL[@]}" train.lr=1e12 overwrite=true "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [ "$(tree_hash "$d")" = "$before" ] && [ "$(cd "$d" && find . | sort)" = "$beforelist" ] \
+  && ok "a planted empty .fedcluster-replaced/ and a failing replacement: refused, the finished run byte-identical -> ${err:0:110}" \
+  || bad "planted set-aside" "rc=$rc $err"
+d="$work/er_manifest"; "$FC" "${SMALL[@]}" "hydra.run.dir=$d" 2>/dev/null; echo mine > "$d/notes.txt"
+echo '["notes.txt"]' > "$d/.fedcluster-files.json"
+err=$("$FC" "${SMALL[@]}" seed=1 overwrite=true "hydra.run.dir=$d" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$d/notes.txt")" = mine ] && [[ "$err" == *".fedcluster-files.json does not list"* ]] \
+  && ok "a manifest edited to list a user's file: refused, the file stays -> ${err:0:110}" || bad "edited manifest" "rc=$rc $err"
+d="$work/er_link"; echo theirs > "$work/er_outside.csv"
+"$FC" "${SMALL[@]}" rounds=200 checkpoint_every=0 "hydra.run.dir=$d" >/dev/null 2> "$work/er_link.err" & pid=$!
+for _ in $(seq 1200); do [ -s "$d/metrics.csv" ] && break; sleep 0.05; done
+rm -f "$d/metrics.csv"; ln -s "$work/er_outside.csv" "$d/metrics.csv"; wait $pid; rc=$?; err=$(cat "$work/er_link.err")
+[ $rc -ne 0 ] && [ "$(cat "$work/er_outside.csv")" = theirs ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [[ "$err" == *"metrics.csv"*"symbolic link"* ]] \
+  && ok "metrics.csv swapped for a link mid-run: nothing appended outside, one line -> ${err:0:120}" || bad "link mid-run" "rc=$rc $err"
+python - "$work" <<'PY'
+import sys, numpy as np, pandas as pd
+w = sys.argv[1]; g = np.random.default_rng(0)
+f = pd.DataFrame(g.normal(size=(300, 4)), columns=[f"f{i}" for i in range(4)]); f["y"] = (f.f0 + f.f1 > 0).astype(int)
+f[:200].to_csv(f"{w}/er_train.csv", index=False); f[200:].to_csv(f"{w}/er_test.csv", index=False)
+f[200:][["y", "f3", "f2", "f1", "f0"]].to_csv(f"{w}/er_test_reordered.csv", index=False)
+f[200:].rename(columns={"f0": "a", "f1": "b", "f2": "c", "f3": "d"}).to_csv(f"{w}/er_test_renamed.csv", index=False)
+open(f"{w}/er_ragged.csv", "w").write("f0,f1,y\n1,2,0\n1,2,3,4\n")
+PY
+TAB=(algorithm=fedavg dataset=tensors "dataset.path=$work/er_train.csv" dataset.labels=y model=mlp partition=dirichlet
+     partition.num_clients=4 partition.min_samples=5 rounds=3 progress=false plots=false)
+"$FC" "${TAB[@]}" "dataset.test_path=$work/er_test.csv" "hydra.run.dir=$work/er_t1" 2>/dev/null
+"$FC" "${TAB[@]}" "dataset.test_path=$work/er_test_reordered.csv" "hydra.run.dir=$work/er_t2" 2>/dev/null
+a=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['local']['local_test_accuracy'])" "$work/er_t1/summary.json" 2>/dev/null)
+b=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['local']['local_test_accuracy'])" "$work/er_t2/summary.json" 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "a test table with its header reordered scores the same ($a = $b): columns matched by name" \
+  || bad "test table by name" "plain=$a reordered=$b"
+expect_refusal "missing ['f0', 'f1', 'f2', 'f3']; extra ['a', 'b', 'c', 'd']" algorithm=fedavg dataset=tensors "dataset.path=$work/er_train.csv" \
+  "dataset.test_path=$work/er_test_renamed.csv" dataset.labels=y model=mlp partition=dirichlet
+expect_refusal "er_ragged.csv: cannot be parsed as CSV" algorithm=fedavg dataset=tensors "dataset.path=$work/er_ragged.csv" dataset.labels=y \
+  model=mlp partition=dirichlet
+settle
+top="$work/er_rows"; err=$("$FC" -m +preset=cam/fmnist/table1 algorithm=local "hydra.sweep.dir=$top" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && [ ! -e "$top" ] && [[ "$err" == *"algorithm=local chooses none of the sweep's rows"* ]] \
+  && ok "a sweep whose rows the command line leaves empty: one line, nothing written -> ${err:0:110}" || bad "rows select nothing" "rc=$rc $err"
+err=$("$FC" -m +preset=cam/fmnist/table1 hydra.sweeper.rows=abc "hydra.sweep.dir=$top" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ ! -e "$top" ] && [[ "$err" == *"hydra.sweeper.rows=abc: not a list of rows"* ]] \
+  && ok "hydra.sweeper.rows=abc: one line naming its shape" || bad "rows shape" "rc=$rc $err"
+err=$(FEDCLUSTER_CONF="$work/no_such_conf" "$FC" rounds=1 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$err" | grep -c .)" -eq 1 ] && ok "FEDCLUSTER_CONF at a missing folder: exit 2, one line" || bad "FEDCLUSTER_CONF" "rc=$rc $err"
+err=$("$FC" show partition=flower partition.kind=nosuch 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [[ "$err" == *"partition.kind='nosuch' is unknown"* ]] && ok "show refuses what a run refuses (partition.kind=nosuch)" \
+  || bad "show partition.kind" "rc=$rc $err"
+if python -c "import datasets" 2>/dev/null; then
+  python -c "
+import sys, datasets; from sklearn.datasets import load_wine
+datasets.Dataset.from_pandas(load_wine(as_frame=True).frame).save_to_disk(sys.argv[1])" "$work/er_wine" >/dev/null 2>&1
+  "$FC" -m dataset=hf "dataset.path=$work/er_wine" dataset.input=null dataset.labels=target dataset.standardize=true model=mlp \
+    partition=dirichlet partition.num_clients=6 partition.min_samples=5 num_clusters=2 algorithm=fedavg,ifca seed=0,1 rounds=5 \
+    progress=false plots=false "hydra.sweep.dir=$work/er_wine_runs" >/dev/null 2>&1; rc=$?
+  table=$("$REPORT" "$work/er_wine_runs" --baseline fedavg 2>/dev/null)
+  [ $rc -eq 0 ] && [[ "$table" == *"| ifca | 2 |"* ]] && [[ "$table" == *"n=2: too few seeds for an interval"* ]] \
+    && ok "dataset=hf flat table (wine, 13 columns + target): fedavg, ifca x 2 seeds and the report, no interval from 2 seeds" \
+    || bad "hf flat table" "rc=$rc $(echo "$table" | tail -3)"
+else
+  echo "SKIP  dataset=hf flat table (pip install 'fedcluster[hf]')"
+fi
+}
+escape_routes
 lane_a > "$work/lane_a.log" 2>&1 &
 lane_b > "$work/lane_b.log" 2>&1 &
 wait

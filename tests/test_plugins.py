@@ -114,3 +114,17 @@ def test_a_plugin_yaml_may_not_shadow_a_built_in_option(tmp_path):
     env = {**os.environ, "FEDCLUSTER_PLUGINS": "shadow"}
     one_line_error(cli(sys.executable, tmp_path, "rounds=1", env=env), "plugin 'shadow'",
                    "the name of fedcluster's algorithm=ifca; rename the plugin's yaml")
+
+
+def test_a_plugin_setting_without_a_type_or_default_is_one_line_when_unset(tmp_path):
+    """A plugin's required setting that declares no type (`def __init__(self, width, ...)`): left unset, the run
+    says in one line which key to set, not OmegaConf's MissingMandatoryValue trace."""
+    shutil.copytree(EXAMPLE / "fedtrim", tmp_path / "fedtrim")
+    source = tmp_path / "fedtrim" / "__init__.py"
+    text = source.read_text()
+    assert "def __init__(self, trim" in text
+    source.write_text(text.replace("def __init__(self, trim", "def __init__(self, width, trim", 1))
+    env = {**os.environ, "FEDCLUSTER_PLUGINS": "fedtrim"}
+    one_line_error(cli(sys.executable, tmp_path, "algorithm=fedtrim", *TINY, f"hydra.run.dir={tmp_path / 'r'}", env=env),
+                   "algorithm.width is required and has no default")
+    assert not (tmp_path / "r").exists()

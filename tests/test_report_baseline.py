@@ -74,12 +74,32 @@ def test_best_in_column_only_where_significantly_best(tmp_path):
 
 
 def test_baseline_as_the_significantly_best_is_marked_on_its_own_row(tmp_path):
-    runs(tmp_path, "ifca", None, [0, 1], [1.0, 2.0], ari=[0.95, 0.96])
-    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1], [1.0, 2.0], ari=[0.50, 0.52])
+    runs(tmp_path, "ifca", None, [0, 1, 2], [1.0, 2.0, 3.0], ari=[0.95, 0.96, 0.955])   # 3 seeds: an interval
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1, 2], [1.0, 2.0, 3.0], ari=[0.50, 0.52, 0.51])
     build_report(tmp_path, baseline="ifca")
     row = pd.read_csv(tmp_path / "report_runs_vs_ifca.csv").set_index("method")
     assert bool(row.loc["ifca (baseline)", "ARI − ifca best"]) and row.loc["ifca (baseline)", "ARI − ifca"] == 0
     assert "0.955 (its mean) ▲best" in (tmp_path / "report.md").read_text()
+
+
+def test_two_seeds_give_no_interval_and_no_star(tmp_path):
+    """Two seeds: t(0.975, 1) = 12.7 makes any interval say nothing, so none is printed, nor a star or a best."""
+    runs(tmp_path, "ifca", None, [0, 1], [1.0, 2.0], ari=[0.95, 0.96])
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1], [1.5, 2.5], ari=[0.50, 0.52])
+    build_report(tmp_path, baseline="ifca")
+    md = (tmp_path / "report.md").read_text()
+    assert "n=2: too few seeds for an interval" in md and "(its mean) ▲best" not in md
+    row = next(l for l in md.splitlines() if l.startswith("| – | fedsoft |"))
+    assert "[" not in row and " *" not in row, row
+
+
+def test_a_star_only_where_both_sides_have_the_full_count_of_seeds(tmp_path):
+    runs(tmp_path, "ifca", None, [0, 1, 2, 3], [1.0, 1.1, 0.9, 1.0])
+    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1, 2], [5.0, 5.1, 4.9])   # far above, but one seed short of ifca's 4
+    build_report(tmp_path, baseline="ifca")
+    md = (tmp_path / "report.md").read_text()
+    row = next(l for l in md.splitlines() if l.startswith("| – | fedsoft |"))
+    assert "+4 [+3." in row and "] *" not in row, row
 
 
 def test_an_unknown_baseline_is_a_one_line_error_before_anything_is_written(tmp_path, capsys):

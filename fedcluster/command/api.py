@@ -50,9 +50,11 @@ def composed(overrides, with_hydra: bool):
     from ..config.composition import one_line
     from ..config.store import compose_config, config_dir
     from ..errors import ConfigError
-    if isinstance(overrides, (str, bytes)) or not all(isinstance(o, str) for o in overrides):
-        raise ConfigError(f"overrides={overrides!r} is not a list of strings; allowed: a list such as "
-                          "['algorithm=ifca', 'rounds=1'] (one item per command-line argument)")
+    from collections.abc import Mapping
+    if isinstance(overrides, (str, bytes, Mapping)) or not all(isinstance(o, str) for o in overrides):
+        kind = "a dict" if isinstance(overrides, Mapping) else "not a list of strings"
+        raise ConfigError(f"overrides={str(overrides)[:120]} is {kind}; fedcluster.run takes a list of override "
+                          "strings, e.g. ['algorithm=ifca', 'rounds=1'] (one item per command-line argument)")
     try:
         return compose_config(list(overrides), with_hydra=with_hydra)
     except Exception as e:   # noqa: BLE001 -- Hydra's composition errors, as the CLI words them

@@ -235,7 +235,11 @@ def main() -> None:
     signals.install()
     if sys.argv[1:2] == ["show"]:   # an option's settings, defaults and allowed values (show.py)
         from .show import main as show_main
-        sys.exit(show_main(sys.argv[2:], config_dir()))
+        try:
+            conf = config_dir()
+        except ConfigError as e:
+            _fail(str(e))
+        sys.exit(show_main(sys.argv[2:], conf))
     flag = _unknown_flag(sys.argv[1:])
     if flag is not None:
         setting = flag.lstrip("-")

@@ -62,13 +62,43 @@ def row_jobs(grid_overrides, rows: Sequence, chosen_on_command_line: Sequence[st
     return [job for _, _, job in sorted(jobs.values(), key=lambda v: (v[0], v[1]))]
 
 
+ROWS_SHAPE = "a list of rows, each a list of overrides, e.g. [[algorithm=fedavg],[algorithm=ifca,seed=0]]"
+
+
+def _checked_rows(rows) -> List[List[str]]:
+    """`hydra.sweeper.rows` as lists of override strings; any other shape (a string, a flat list) is one line."""
+    from omegaconf import ListConfig
+    from ..errors import ConfigError
+    if rows is None:
+        return []
+    if not isinstance(rows, (list, tuple, ListConfig)) or \
+            any(not isinstance(row, (list, tuple, ListConfig)) or any(not isinstance(o, str) for o in row) for row in rows):
+        shown = " ".join(str(rows).split())[:80]
+        raise ConfigError(f"hydra.sweeper.rows={shown}: not {ROWS_SHAPE}")
+    return [[str(o) for o in row] for row in rows]
+
+
+def _nothing_chosen(rows, command_line) -> Exception:
+    """The one-line refusal of a command line whose keys choose none of the rows: the key and the values rows allow."""
+    from ..errors import ConfigError
+    keys = {k for row in rows for k in _keyed(row)}
+    for o in command_line:
+        key = o.get_key_element()
+        if key in keys:
+            allowed = sorted({c.split("=", 1)[1] for row in rows for c in _keyed(row).get(key, [])})
+            asked = ",".join(c.split("=", 1)[1] for c in _choices(o))
+            return ConfigError(f"{key}={asked} chooses none of the sweep's rows; allowed: {key} one of "
+                               f"{', '.join(allowed)} (the values its rows set)")
+    return ConfigError("the command line chooses none of the sweep's rows")
+
+
 class RowsSweeper(BasicSweeper):
     """The basic sweeper with `rows` (hydra/sweeper=rows): see the module's docstring."""
 
     def __init__(self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None,
                  rows: Optional[List[List[str]]] = None):
         super().__init__(max_batch_size=max_batch_size, params=params)
-        self.rows = [[str(o) for o in row] for row in (rows or [])]
+        self.rows = _checked_rows(rows)
         self.arguments: List[str] = []
 
     def sweep(self, arguments: List[str]):
@@ -78,7 +108,10 @@ class RowsSweeper(BasicSweeper):
     def split_arguments(self, overrides, max_batch_size: Optional[int]) -> List[List[List[str]]]:
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         on_command_line = [o.get_key_element() for o in parser.parse_overrides(self.arguments)]
-        jobs = row_jobs(overrides, [parser.parse_overrides(row) for row in self.rows], on_command_line)
+        rows = [parser.parse_overrides(row) for row in self.rows]
+        jobs = row_jobs(overrides, rows, on_command_line)
+        if rows and not jobs:   # the command line chose among the rows and none is left: say so, run nothing
+            raise _nothing_chosen(rows, parser.parse_overrides(self.arguments))
         if max_batch_size is None:
             return [jobs]
         return list(self.split_overrides_to_chunks(jobs, max_batch_size))

@@ -87,6 +87,10 @@ def show(args: List[str], conf: Path) -> str:
         raise ValueError(f"{group}={option} is not an option; allowed: {options}")
     from ..config.store import compose_config
     cfg = compose_config([f"+{first}" if group == "logger" else first] + overrides, conf)
+    from ..config.composition import check_declared
+    from ..config.validate import validate
+    validate(cfg)        # the values a run would refuse are refused here too, in the same line
+    check_declared(cfg)
     node = cfg[group][option] if group == "logger" else cfg[group]
     values = OmegaConf.to_container(node, resolve=False)
     from hydra.utils import get_class
@@ -108,8 +112,12 @@ def show(args: List[str], conf: Path) -> str:
 
 def main(args: List[str], conf: Path) -> Optional[int]:
     from ..config.composition import one_line
+    from ..errors import ConfigError
     try:
         text = show(args, conf)
+    except ConfigError as e:   # a value the run would refuse: the run's own line
+        print(f"fedcluster: error: {e}", file=sys.stderr)
+        return 2
     except ValueError as e:
         print(f"fedcluster: error: {e} ({USAGE})", file=sys.stderr)
         return 2

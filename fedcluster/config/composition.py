@@ -73,7 +73,14 @@ def _yaml_error(error: BaseException) -> Optional[str]:
 
 
 def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]:
-    """The one-line message for a composition error (None: not one of those)."""
+    """The one-line message for a composition error (None: not one of those). A ConfigError of ours, also one
+    Hydra wrapped (a sweeper's own check of its settings or of the jobs it would make), is its own line."""
+    from ..errors import ConfigError
+    ours = error
+    while ours is not None and not isinstance(ours, ConfigError):
+        ours = ours.__cause__ or ours.__context__
+    if ours is not None:
+        return str(ours)
     from hydra.errors import MissingConfigException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
     broken = _yaml_error(error)

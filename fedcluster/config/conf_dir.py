@@ -1,7 +1,6 @@
 """Where fedcluster's own config folder is (the CLI, the API, the plugins' checks read it), and
 the config groups whose options a user (or a plugin) adds."""
 import os
-import sys
 from pathlib import Path
 
 GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "logger")
@@ -17,5 +16,11 @@ def config_dir() -> Path:
     for path in candidates:
         if (path / "config.yaml").exists():
             return path
-    sys.exit(f"fedcluster: no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster "
-             "or set FEDCLUSTER_CONF to the conf/ folder")
+    from ..errors import ConfigError   # one line, exit 2 from the commands; raised as such through the API
+    if env:
+        what = "does not exist" if not Path(env).exists() else "is not a folder" if not Path(env).is_dir() \
+            else "holds no config.yaml"
+        raise ConfigError(f"FEDCLUSTER_CONF={env} {what}; allowed: a config folder holding config.yaml (fedcluster's "
+                          "conf/ or a copy of it), or unset FEDCLUSTER_CONF to use the installed one")
+    raise ConfigError(f"no config.yaml in {' or '.join(map(str, candidates))}; reinstall fedcluster or set "
+                      "FEDCLUSTER_CONF to the conf/ folder")

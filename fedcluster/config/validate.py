@@ -106,6 +106,9 @@ def validate(cfg: DictConfig) -> None:
     for key, value in sorted(_walk(plain), key=lambda kv: kv[0].count(".")):   # what the user typed first (num_clusters before algorithm.num_clusters)
         if key.startswith(SKIP_PREFIXES):
             continue
+        if value == "???":   # OmegaConf's MISSING: a setting whose class declares no default (a plugin's too)
+            raise ConfigError(f"{key} is required and has no default; allowed: set it on the command line, "
+                              f"e.g. {key}=<value> (fedcluster show {key.split('.')[0]}=<option> lists its settings)")
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{key}={value} is not a finite number")
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64_MAX:

@@ -13,11 +13,11 @@ tables, and nothing is written (no cache: parquet is read into memory, arrow mem
 `labels` is the label column, `distributions` an optional column of each row's group (partition=natural,
 partition=flower partition.partition_by=group, mixtures). Splitting, labels and groups follow dataset=tensors."""
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import numpy as np
 
-from ..errors import ConfigError, DataNotFoundError
+from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..settings import AtLeast, Between, OneOf
 from .samples import ImageDecode
 from .tensors import TensorSource
@@ -40,7 +40,12 @@ def load_table(path: str, split: str):
     datasets = _datasets()
     where = Path(path).expanduser()
     if where.is_dir():
-        loaded = datasets.load_from_disk(str(where))
+        try:
+            loaded = datasets.load_from_disk(str(where))
+        except Exception as e:   # noqa: BLE001 -- an empty or foreign folder, damaged Arrow files: one line
+            raise DataFileError(f"dataset.path={path}: not a data set written by save_to_disk "
+                                f"({type(e).__name__}: {' '.join(str(e).split())[:140]}); expected a folder holding "
+                                "dataset_info.json and state.json (a Dataset) or dataset_dict.json (a DatasetDict)") from None
         if isinstance(loaded, datasets.DatasetDict):
             if split not in loaded:
                 raise ConfigError(f"dataset.path={path} has the splits {sorted(loaded)}; dataset.split={split} is none "
@@ -52,10 +57,16 @@ def load_table(path: str, split: str):
                           f"{' / '.join(FILES)} file")
     if not where.is_file():
         raise DataNotFoundError(f"dataset.path={path}: no such file or directory")
-    if where.suffix.lower() == ".arrow":
-        return datasets.Dataset.from_file(str(where))   # memory-mapped in place
-    import pyarrow.parquet as pq   # read into memory: Dataset.from_parquet would write a cache under ~/.cache
-    return datasets.Dataset(pq.read_table(str(where)))
+    try:
+        if where.suffix.lower() == ".arrow":
+            return datasets.Dataset.from_file(str(where))   # memory-mapped in place
+        import pyarrow.parquet as pq   # read into memory: Dataset.from_parquet would write a cache under ~/.cache
+        return datasets.Dataset(pq.read_table(str(where)))
+    except Exception as e:   # noqa: BLE001 -- pyarrow's ArrowInvalid and friends for a file that is not one
+        kind = "an Arrow stream file (Dataset.save_to_disk's data-*.arrow)" if where.suffix.lower() == ".arrow" \
+            else "a Parquet file"
+        raise DataFileError(f"dataset.path={path}: cannot be read ({type(e).__name__}: "
+                            f"{' '.join(str(e).split())[:140]}); expected {kind}") from None
 
 
 def has_split(path: str, split: str) -> bool:
@@ -67,8 +78,9 @@ class HuggingFaceSource(TensorSource):
     """Rows of a HuggingFace data set on disk. See the module docstring."""
 
     def __init__(self, path: Optional[str] = None, split: str = "train", test_split: str = "test",
-                 test_path: Optional[str] = None, input: str = "image", labels: str = "label",
-                 distributions: Optional[str] = None,
+                 test_path: Optional[str] = None, input: Optional[str] = "image", labels: str = "label",
+                 distributions: Optional[str] = None, feature_columns: Optional[List[str]] = None,
+                 ignore_columns: Optional[List[str]] = None,
                  task: Annotated[str, OneOf("classification", "regression")] = "classification",
                  test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
                  vocab_size: Annotated[int, AtLeast(1)] = 20000, max_len: Annotated[int, AtLeast(1)] = 64,
@@ -88,11 +100,23 @@ class HuggingFaceSource(TensorSource):
             test = load_table(test_path, test_split)
         else:
             test = load_table(path, test_split) if has_split(path, test_split) else None
-        for column in (input, labels, distributions):
+        for column in (input, labels, distributions, *(feature_columns or ()), *(ignore_columns or ())):
             if column is not None and column not in train.column_names:
                 raise ConfigError(f"dataset.path={path}: no column {column!r}; its columns: {train.column_names}")
-        kind = self._kind(train, input)
-        read = lambda table: self._columns(table, input, labels, distributions, kind)
+        if input is None:   # a flat table: feature columns beside a label column, as dataset=tensors reads a CSV
+            kind = "numeric"
+            chosen = self._flat_features(train, path, labels, distributions, feature_columns, ignore_columns)
+            if test is not None and set(test.column_names) != set(train.column_names):
+                missing = [c for c in train.column_names if c not in test.column_names]
+                extra = [c for c in test.column_names if c not in train.column_names]
+                said = "; ".join(f"{w} {c}" for w, c in (("missing", missing), ("extra", extra)) if c)
+                raise ConfigError(f"dataset.test_split={test_split}: its columns are not the training rows' ({said}); "
+                                  f"allowed: the same columns, in any order: {train.column_names}")
+            read = lambda table: self._flat_columns(table, chosen, labels, distributions)
+            self.feature_names = chosen
+        else:
+            kind = self._kind(train, input)
+            read = lambda table: self._columns(table, input, labels, distributions, kind)
         columns = [read(train), None if test is None else read(test)]
         if kind == "text":
             columns = self._tokenized(columns)
@@ -103,6 +127,41 @@ class HuggingFaceSource(TensorSource):
                      f"dataset.test_split={test_split}")
         if kind == "image":
             self.decode, self.value_bytes = ImageDecode(), 1   # uint8 until a batch is read (data/samples.py)
+
+    @staticmethod
+    def _flat_features(table, path, labels, distributions, feature_columns, ignore_columns) -> list:
+        """A flat table's feature columns by name: `feature_columns`, or every column but the label, the
+        distributions and the ignored ones; each must hold one number per row."""
+        skip = {labels, distributions, *(ignore_columns or ())}
+        chosen = list(feature_columns) if feature_columns is not None else \
+            [c for c in table.column_names if c not in skip]
+        if not chosen:
+            raise ConfigError(f"dataset.path={path}: no feature column left (columns {table.column_names}); allowed: "
+                              "dataset.feature_columns=[...] naming numeric columns")
+        for c in chosen:
+            feature = table.features[c]
+            if type(feature).__name__ != "Value" or not (feature.dtype.startswith(("int", "uint", "float"))
+                                                           or feature.dtype == "bool"):
+                raise ConfigError(f"dataset.path={path}: feature column {c!r} holds {feature}, not one number per row; "
+                                  f"allowed: numeric feature columns (leave it out: dataset.ignore_columns=[{c}], or "
+                                  "name the features: dataset.feature_columns=[a,b,...])")
+        return chosen
+
+    @staticmethod
+    def _flat_columns(table, chosen, labels, distributions) -> dict:
+        frame = table.select_columns([c for c in dict.fromkeys([*chosen, labels, *(
+            [distributions] if distributions else [])])]).to_pandas()
+        features = frame[chosen].to_numpy(np.float32)   # by name, in the training rows' order
+        if not np.isfinite(features).all():
+            raise ConfigError("dataset: the feature columns hold NaN or infinite values; allowed: finite numbers")
+        for column in (labels, distributions):
+            if column is not None and frame[column].isna().any():
+                row = int(frame[column].isna().to_numpy().nonzero()[0][0])
+                raise ConfigError(f"dataset: column {column!r} is empty in row {row}; allowed: a value in every row")
+        out = {"features": features, "labels": frame[labels].to_numpy()}
+        if distributions is not None:
+            out["distributions"] = np.asarray([str(v) for v in frame[distributions]])
+        return out
 
     @staticmethod
     def _kind(table, column: str) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..errors import ConfigError, DataNotFoundError
+from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
 from ..settings import AtLeast, Between, CheckedSettings, OneOf
 
@@ -25,12 +25,24 @@ FORMATS = (".csv", ".npz", ".pt")
 
 
 def _columns(path: Path, features: str, feature_columns: Optional[List[str]], labels: str,
-             distributions: Optional[str], ignore_columns: Optional[List[str]] = None):
-    """{name: 1-d or 2-d array} of the file: features (2-d), labels, and the distributions column."""
+             distributions: Optional[str], ignore_columns: Optional[List[str]] = None,
+             like: Optional[dict] = None):
+    """{name: 1-d or 2-d array} of the file: features (2-d), labels, and the distributions column; a CSV's
+    also its header (`header`) and its feature columns in order (`feature_names`). `like`: the training
+    file's columns, for its test file: the same column names are required (any order) and the features
+    are taken by name, in the training file's order."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
         import pandas as pd
-        table = pd.read_csv(path)
+        table = read_csv_table(path)
+        if like is not None and set(table.columns) != set(like["header"]):
+            missing = [c for c in like["header"] if c not in table.columns]
+            extra = [c for c in table.columns if c not in like["header"]]
+            said = "; ".join(f"{what} {cols}" for what, cols in (("missing", missing), ("extra", extra)) if cols)
+            raise ConfigError(f"dataset.test_path={path}: its columns are not the training file's ({said}); allowed: "
+                              f"the columns of dataset.path, in any order: {list(like['header'])}")
+        if like is not None:
+            feature_columns = like["feature_names"]
         missing = [c for c in (labels, distributions) if c is not None and c not in table.columns]
         if missing:
             raise ConfigError(f"dataset.path={path}: no column {missing[0]!r}; its columns: {list(table.columns)}")
@@ -50,13 +62,17 @@ def _columns(path: Path, features: str, feature_columns: Optional[List[str]], la
             raise ConfigError(f"dataset.path={path}: feature column {text[0]!r} is not numeric; allowed: numeric "
                               f"feature columns (leave it out: dataset.ignore_columns=[{text[0]}], make it the groups: "
                               f"dataset.distributions={text[0]}, or name the features: dataset.feature_columns=[a,b,...])")
+        for column in (labels, distributions):
+            empty = table[column].isna().to_numpy().nonzero()[0] if column is not None else []
+            if len(empty):
+                raise DataFileError(f"{path}: column {column!r} has an empty cell in data row {empty[0] + 1}; expected "
+                                    "a value in every row of the label and distributions columns")
         out = {"features": table[chosen].to_numpy(np.float32), "labels": table[labels].to_numpy()}
         if distributions is not None:
             out["distributions"] = table[distributions].to_numpy()
-        return out
+        return out, {"header": list(table.columns), "feature_names": list(chosen)}
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {k: archive[k] for k in archive.files}
+        arrays = read_npz_arrays(path)
     else:
         try:
             loaded = torch.load(path, map_location="cpu", weights_only=True)
@@ -70,10 +86,73 @@ def _columns(path: Path, features: str, feature_columns: Optional[List[str]], la
     for name in (key, labels, distributions):
         if name is not None and name not in arrays:
             raise ConfigError(f"dataset.path={path}: no array {name!r}; its arrays: {sorted(arrays)}")
+    if arrays[key].dtype.kind not in "biuf":
+        raise DataFileError(f"{path}: array {key!r} holds {arrays[key].dtype} values; expected numeric features "
+                            "(booleans, integers or floats)")
     out = {"features": arrays[key].astype(np.float32), "labels": arrays[labels]}
     if distributions is not None:
         out["distributions"] = arrays[distributions]
-    return out
+    return out, None
+
+
+def read_csv_table(path: Path):
+    """A CSV file as a table, or one line naming the file and what is wrong with it (an empty file, a row
+    with more cells than the header, an unclosed quote, bytes that are not UTF-8)."""
+    import pandas as pd
+    expected = "expected a UTF-8 CSV table: a header of column names, then one row of cells per sample"
+    try:
+        table = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise DataFileError(f"{path}: empty file (no header, no rows); {expected}") from None
+    except pd.errors.ParserError as e:
+        said = " ".join(str(e).split())[:160]
+        raise DataFileError(f"{path}: cannot be parsed as CSV ({said}); {expected}") from None
+    except UnicodeDecodeError as e:
+        raise DataFileError(f"{path}: holds bytes that are not UTF-8 (0x{e.object[e.start]:02x}); {expected}") from None
+    except OSError as e:
+        raise DataFileError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if table.empty:
+        raise DataFileError(f"{path}: a header but no rows; {expected}")
+    return table
+
+
+def read_npz_arrays(path: Path) -> dict:
+    """{name: array} of a .npz archive, read as plain data: each member's header is checked first (a numeric or
+    string dtype, no object arrays or pickles, and no more bytes declared than the member holds, so a header
+    declaring 10^12 elements is refused before memory is asked for)."""
+    import zipfile
+    from numpy.lib import format as npy
+    expected = "expected a .npz archive of numeric arrays (numpy.savez)"
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise DataFileError(f"{path}: not a .npz archive ({' '.join(str(e).split())[:100]}); {expected}") from None
+    arrays = {}
+    with archive:
+        for info in archive.infolist():
+            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            try:
+                with archive.open(info) as member:
+                    version = npy.read_magic(member)
+                    read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    shape, _, dtype = read_header(member)   # the header only: nothing allocated yet
+                    if dtype.hasobject:
+                        raise DataFileError(f"{path}: array {name!r} holds Python objects (a pickle); {expected}")
+                    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                    if declared > info.file_size:
+                        raise DataFileError(f"{path}: array {name!r} declares {shape} {dtype} ({declared:,} bytes) but "
+                                            f"its member holds {info.file_size:,} bytes; {expected}")
+            except DataFileError:
+                raise
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+                raise DataFileError(f"{path}: member {info.filename!r} is not a .npy array "
+                                    f"({' '.join(str(e).split())[:100]}); {expected}") from None
+        try:
+            with np.load(path, allow_pickle=False) as loaded:
+                arrays = {k: loaded[k] for k in loaded.files}
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+            raise DataFileError(f"{path}: cannot be read ({' '.join(str(e).split())[:100]}); {expected}") from None
+    return arrays
 
 
 class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
@@ -101,9 +180,13 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
             raise ConfigError("dataset.path is not set; allowed: a .csv, .npz or .pt file of your samples "
                               "(README: Your own data)")
         self.name, self.task, self.seed = name, task, seed
-        read = lambda file: self._read(file, labels, features, feature_columns, distributions, ignore_columns)
-        self._settle(read(path), None if test_path is None else read(test_path), distributions is not None,
-                     test_fraction, standardize, f"dataset.test_path={test_path}")
+        read = lambda file, like=None: self._read(file, labels, features, feature_columns, distributions,
+                                                  ignore_columns, like)
+        train, names = read(path)
+        test = None if test_path is None else read(test_path, names)[0]   # a CSV's columns matched by name
+        self.feature_names = None if names is None else names["feature_names"]
+        self._settle(train, test, distributions is not None, test_fraction, standardize,
+                     f"dataset.test_path={test_path}")
 
     def _settle(self, train: dict, test: Optional[dict], grouped: bool, test_fraction: float, standardize: bool,
                 test_source: str) -> None:
@@ -134,20 +217,23 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
         self._pools = {split: self._by_distribution(part, y, groups if grouped else None)
                        for split, part, y in (("train", train, y_train), ("test", test, y_test))}
 
-    def _read(self, path: str, labels, features, feature_columns, distributions, ignore_columns=None) -> dict:
+    def _read(self, path: str, labels, features, feature_columns, distributions, ignore_columns=None, like=None):
+        """(columns, a CSV's header and feature names or None) of one file, checked."""
         file = Path(path).expanduser()
         if file.suffix.lower() not in FORMATS:
             raise ConfigError(f"dataset.path={path} is not a file fedcluster reads; allowed: {', '.join(FORMATS)}")
         if not file.is_file():
             raise DataNotFoundError(f"dataset.path={path}: no such file")
-        columns = _columns(file, features, feature_columns, labels, distributions, ignore_columns)
+        if like is not None and file.suffix.lower() != ".csv":
+            like = None   # arrays are named by their keys already
+        columns, names = _columns(file, features, feature_columns, labels, distributions, ignore_columns, like)
         rows = {k: len(v) for k, v in columns.items()}
         if len(set(rows.values())) != 1 or columns["features"].ndim < 2:
             raise ConfigError(f"dataset.path={path}: the arrays' rows differ ({rows}) or the features are not one row "
                               "per sample; allowed: features [rows, ...] and labels [rows]")
         if not np.isfinite(columns["features"]).all():
             raise ConfigError(f"dataset.path={path}: the features hold NaN or infinite values; allowed: finite numbers")
-        return columns
+        return columns, names
 
     def _targets(self, train, test) -> Tuple[torch.Tensor, torch.Tensor]:
         if self.task == "regression":

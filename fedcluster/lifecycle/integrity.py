@@ -101,9 +101,12 @@ def summary_digest(summary: dict) -> str:
 
 def seal_summary(summary: dict, out: Path, fingerprint: str, tables: Iterable[str]) -> dict:
     """The summary as JSON will hold it, sealed: `integrity` holds the config fingerprint, the
-    checksums of the tables written, and the summary's own digest (of the JSON values, so reading
-    the file back gives it), all checked by `finished_run_problem`."""
-    summary = {**summary, "integrity": {"config_fingerprint": fingerprint, "files": file_checksums(Path(out), tables)}}
+    checksums of the tables written, the names of the other files this run wrote (`own_files`: what
+    overwrite and clean-up may remove; the manifest file only mirrors it), and the summary's own digest
+    (of the JSON values, so reading the file back gives it), all checked by `finished_run_problem`."""
+    from .rundir import written_here
+    summary = {**summary, "integrity": {"config_fingerprint": fingerprint, "files": file_checksums(Path(out), tables),
+                                        "own_files": written_here(out)}}
     plain = json.loads(json.dumps(summary, default=json_default))
     plain["integrity"]["summary_sha256"] = summary_digest(plain)
     return plain
@@ -127,6 +130,10 @@ def finished_run_problem(out: Path, summary: dict) -> Optional[str]:
         return "its summary.json was changed after the run finished (checksum differs from the one sealed in it)"
     if not isinstance(config, dict) or seal.get("config_fingerprint") not in accepted_fingerprints(config):
         return "its config.yaml was changed after the run finished (its fingerprint differs from summary.json's)"
+    from .rundir import manifest_problem
+    listed = manifest_problem(out)
+    if listed is not None:
+        return listed
     for name, digest in (seal.get("files") or {}).items():
         f = out / name
         if not f.is_file():

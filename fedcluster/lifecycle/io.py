@@ -5,14 +5,13 @@ the file and the reason, with the old version in place; a stop signal during a w
 the write to finish (signals.deferred)."""
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
 from ..errors import WriteFailed
+from . import fsops
 from .identity import json_default
 from .rundir import check_still_owned, is_owned, note_written
 from ..signals import deferred
@@ -21,59 +20,31 @@ if TYPE_CHECKING:   # only a type here: the CLI's start-up (and its refusals) sk
     import pandas as pd
 
 
-def _umask() -> int:
-    """The process's umask, read without changing it (Linux: /proc; else the set-and-restore dance)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _fsync(path, directory: bool = False) -> None:
-    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
-    try:
-        os.fsync(fd)
-    except OSError:   # some file systems do not support fsync on directories
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic(path: Path, write) -> None:
-    """Write to a temporary file beside `path`, give it the mode a plain `open` would (0666 less
-    the umask: readable by collaborators, unlike mkstemp's 0600), flush it to disk, then
-    rename it over `path`: readers see the old complete file or the new one, even after a crash."""
+def _atomic(path: Path, write, binary: bool = True) -> None:
+    """Write `path` whole or not at all (fsops.atomic_write: a temporary file beside it, opened without
+    following a link, flushed to disk and renamed over it within the claimed directory's descriptor):
+    readers see the old complete file or the new one, even after a crash. `write(f)` fills the file."""
     path = Path(path)
     with deferred():
-        tmp = None
         try:
             _check_owner(path)
             # never re-create a held run directory that was moved away (only a folder inside it)
-            path.parent.mkdir(parents=not (is_owned(path.parent) or is_owned(path.parent.parent)), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            os.close(fd)
-            os.chmod(tmp, 0o666 & ~_umask())
-            write(tmp)
-            _fsync(tmp)
-            os.replace(tmp, path)
-            _fsync(path.parent, directory=True)
+            if not (is_owned(path.parent) or is_owned(path.parent.parent)):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            fsops.atomic_write(path, write, binary=binary)
             note_written(path)   # the run's manifest: what overwrite and clean-up may remove
         except BaseException as e:
-            if tmp is not None and os.path.exists(tmp):
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
             if isinstance(e, OSError) and not isinstance(e, WriteFailed):
                 _check_owner(path)   # the directory went away during the write: say so
-                raise WriteFailed(path, e.strerror or str(e)) from e
+                raise WriteFailed(path, _reason(e)) from e
             raise
+
+
+def _reason(e: OSError) -> str:
+    import errno
+    if e.errno == errno.ELOOP:
+        return "a symbolic link is in its place or its folder's; fedcluster never writes through a link"
+    return e.strerror or str(e)
 
 
 def _check_owner(path: Path) -> None:
@@ -84,17 +55,11 @@ def _check_owner(path: Path) -> None:
 
 
 def write_bytes(path, data: bytes) -> None:
-    def w(tmp):
-        with open(tmp, "wb") as f:
-            f.write(data)
-    _atomic(path, w)
+    _atomic(path, lambda f: f.write(data))
 
 
 def write_text(path, text: str) -> None:
-    def w(tmp):
-        with open(tmp, "w") as f:
-            f.write(text)
-    _atomic(path, w)
+    _atomic(path, lambda f: f.write(text), binary=False)
 
 
 def write_json(path, obj) -> None:
@@ -102,7 +67,7 @@ def write_json(path, obj) -> None:
 
 
 def write_csv(path, frame: "pd.DataFrame") -> None:
-    _atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+    _atomic(path, lambda f: frame.to_csv(f, index=False), binary=False)
 
 
 def torch_bytes(obj) -> bytes:
@@ -116,6 +81,6 @@ def torch_bytes(obj) -> bytes:
 def save_figure(path, fig, **kwargs) -> None:
     """A matplotlib figure, written atomically in the format its suffix names."""
     path = Path(path)
-    _atomic(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", **kwargs))
+    _atomic(path, lambda f: fig.savefig(f, format=path.suffix.lstrip(".") or "png", **kwargs))
 
 

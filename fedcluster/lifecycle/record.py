@@ -17,6 +17,7 @@ import torch
 from ..models.stacked import on_device, put_rows, take_at
 from ..errors import ConfigError
 from .integrity import DamagedFile, pack_checkpoint, read_checkpoint
+from . import fsops
 from .io import torch_bytes, write_bytes, write_csv
 
 if TYPE_CHECKING:   # only a type here: the CLI's start-up (and its refusals) skip pandas
@@ -108,8 +109,8 @@ class RunRecord:
                                "divergence": watch.state_dict(),
                                "elapsed": elapsed})
         data = pack_checkpoint(payload, fingerprint, next_round)
-        if (out / CHECKPOINT).exists():
-            (out / CHECKPOINT).replace(out / PREVIOUS_CHECKPOINT)
+        if os.path.lexists(out / CHECKPOINT):   # renamed in the claimed directory (a link moves itself)
+            fsops.rename(out / CHECKPOINT, out / PREVIOUS_CHECKPOINT)
         write_bytes(out / CHECKPOINT, data)
 
     def write_metrics(self, out: Path, ids: dict) -> None:
@@ -118,8 +119,8 @@ class RunRecord:
     @staticmethod
     def drop_checkpoint(out: Path) -> None:
         for name in (CHECKPOINT, PREVIOUS_CHECKPOINT, DAMAGED_CHECKPOINT):
-            if (out / name).is_file():   # a directory in a checkpoint's place is not ours to remove
-                (out / name).unlink()
+            if (out / name).is_file() and not os.path.islink(out / name):   # a folder or a link in its place is not ours
+                fsops.unlink(out / name)
 
 
 def read_checkpoint_file(path: Path, device="cpu") -> dict:

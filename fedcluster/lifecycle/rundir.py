@@ -18,7 +18,6 @@ import errno
 import fcntl
 import json
 import os
-import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Dict, Iterator, List, Optional
 import yaml
 
 from ..errors import RunDirectoryError
+from . import fsops
 from .identity import comparable, flatten
 
 CONFIG_FILE = "config.yaml"
@@ -52,17 +52,50 @@ def plain_name(name) -> bool:
 
 
 def run_files(path: Path) -> set:
-    """The file names in `path` that a fedcluster run wrote: the fixed RUN_FILES and those its
-    manifest lists (plain names only; a manifest that is damaged, a link or not a file adds none)."""
-    from .integrity import DamagedFile, read_regular_file
+    """The file names in `path` that a fedcluster run wrote, from what fedcluster itself recorded: the
+    fixed RUN_FILES, the names this process wrote there, and those a finished run sealed in its
+    summary.json (`integrity.own_files`, covered by the summary's digest). The manifest file is never
+    what makes a file ours: it travels with the folder and anyone can edit it (`manifest_problem`)."""
     names = set(RUN_FILES)
-    try:
-        listed = json.loads(read_regular_file(Path(path) / MANIFEST_FILE))
-    except (OSError, DamagedFile, ValueError):
-        return names
-    if isinstance(listed, list):
-        names.update(n for n in listed if plain_name(n) and not n.startswith(SET_ASIDE_DIR))
+    names.update(_WRITTEN.get(os.path.abspath(path), ()))
+    names.update(sealed_own_files(path) or ())
     return names
+
+
+def sealed_own_files(path: Path) -> Optional[set]:
+    """The extra file names the finished run in `path` sealed (None: no summary, a summary that fails
+    its own digest, or one written before runs sealed their names)."""
+    from .integrity import DamagedFile, read_regular_file, summary_digest
+    try:
+        summary = json.loads(read_regular_file(Path(path) / SUMMARY_FILE))
+    except (OSError, DamagedFile, ValueError):
+        return None
+    seal = summary.get("integrity") if isinstance(summary, dict) else None
+    if not isinstance(seal, dict) or not isinstance(seal.get("own_files"), list):
+        return None
+    if seal.get("summary_sha256") != summary_digest(summary):
+        return None
+    return {n for n in seal["own_files"] if plain_name(n) and n not in OWN_DIRS and n != SET_ASIDE_DIR}
+
+
+def manifest_problem(path: Path) -> Optional[str]:
+    """Why the manifest in `path` cannot stand beside the finished run's seal (None: it can): a manifest
+    beside a run that sealed its names must list exactly those (a missing one is no problem: the seal
+    alone says which files are the run's)."""
+    from .integrity import DamagedFile, read_regular_file
+    sealed = sealed_own_files(path)
+    if sealed is None:
+        return None
+    manifest = Path(path) / MANIFEST_FILE
+    if not os.path.lexists(manifest):   # the seal alone says which files are the run's
+        return None
+    try:
+        listed = json.loads(read_regular_file(manifest))
+    except (OSError, DamagedFile, ValueError):
+        listed = None
+    if not isinstance(listed, list) or set(listed) != sealed:
+        return f"its {MANIFEST_FILE} does not list the files summary.json sealed (edited after the run finished?)"
+    return None
 
 
 # Names written so far by this process, per held run directory (its manifest's contents)
@@ -75,25 +108,18 @@ def note_written(path: Path) -> None:
     key = os.path.abspath(path.parent)
     if key not in _OWNED or path.name in RUN_FILES or not plain_name(path.name):
         return
-    names = _WRITTEN.setdefault(key, set(run_files(path.parent)) - set(RUN_FILES))
+    names = _WRITTEN.setdefault(key, set())
     if path.name in names:
         return
     names.add(path.name)
-    _write_manifest(Path(key), sorted(names))
+    listed = sorted(names)
+    fsops.atomic_write(Path(key) / MANIFEST_FILE, lambda f: json.dump(listed, f), binary=False)
 
 
-def _write_manifest(directory: Path, names: List[str]) -> None:
-    import tempfile
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{MANIFEST_FILE}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(names, f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, directory / MANIFEST_FILE)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+def written_here(directory) -> List[str]:
+    """The extra file names (beyond RUN_FILES) this process wrote into the held run directory: what a
+    finished run seals as its own (integrity.seal_summary)."""
+    return sorted(_WRITTEN.get(os.path.abspath(directory), ()))
 
 
 def links_among_ours(path: Path) -> List[str]:
@@ -281,14 +307,14 @@ def remove_stale_temp_files(path: Path) -> List[str]:
     ours, removed = run_files(path), []
     for f in path.glob(".*.tmp"):
         if _is_temp(f.name, ours) and (f.is_symlink() or f.is_file()):
-            f.unlink()
+            fsops.unlink(f)
             removed.append(f.name)
     return removed
 
 
 def _our_entries(path: Path) -> List[Path]:
-    """The run's own files and folders in `path` (regular files and real folders; links are refused
-    at claim, so none is followed here)."""
+    """The run's own files and folders in `path` (regular files and real folders; a link under one of
+    our names is left alone: it is removed by no one but its owner)."""
     out = []
     for name in sorted(run_files(path)):
         p = path / name
@@ -302,45 +328,121 @@ def _our_entries(path: Path) -> List[Path]:
 
 
 def remove_results(path: Path) -> None:
-    """Delete the run's own files (the names a run writes, and those its manifest lists), nothing else."""
+    """Delete the run's own files (RUN_FILES, OWN_DIRS and the names fedcluster recorded as the run's), nothing
+    else; each removal acts in the held directory's descriptor (fsops), never through a link."""
     for p in _our_entries(path):
         if p.is_dir():
-            shutil.rmtree(p)   # does not follow links inside the folder
+            fsops.remove_tree(p)
         else:
-            p.unlink()
+            fsops.unlink(p)
+
+
+# The set-aside folder of each held run directory that this process may empty into, restore from or
+# remove (absolute path -> the names it moved there): one it created in this replacement, or one left by
+# an earlier replacement that it verified holds that replacement's old run (`set_aside_problem`).
+_SET_ASIDE: Dict[str, List[str]] = {}
+
+
+def set_aside_problem(aside: Path) -> Optional[str]:
+    """Why the folder `aside` (a run directory's SET_ASIDE_DIR, found when a run starts) cannot be the old run
+    an earlier replacement set aside (None: it is one): it must be a real folder holding only a run's own
+    files, either a finished run whose seal holds or a config.yaml with a checkpoint that verifies against it."""
+    from .integrity import DamagedFile, finished_run_problem, read_checkpoint
+    from .identity import accepted_fingerprints
+    if os.path.islink(aside) or not aside.is_dir():
+        return "it is not a folder"
+    names = fsops.entry_names(aside)
+    if not names:
+        return "it is empty"
+    ours = run_files(aside) | set(OWN_DIRS)
+    stray = [n for n in names if n not in ours or os.path.islink(aside / n)]
+    if stray:
+        return f"it holds {stray[0]}, which is not a file of a run"
+    if SUMMARY_FILE in names:
+        summary = _read_summary(aside)
+        problem = "its summary.json is damaged" if summary is None else finished_run_problem(aside, summary)
+        return problem
+    try:
+        config = _read_config(aside)
+    except RunDirectoryError:
+        config = None
+    if not isinstance(config, dict):
+        return "it holds neither a finished run nor a readable config.yaml"
+    for name in (CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE):
+        if name in names:
+            try:
+                header, _ = read_checkpoint(aside / name)
+            except DamagedFile:
+                continue
+            if header.get("fingerprint") in accepted_fingerprints(config):
+                return None
+    return "it holds no finished run and no checkpoint that verifies against its config.yaml"
 
 
 def set_aside_results(path: Path) -> None:
     """overwrite=true: move the old run's files into SET_ASIDE_DIR inside the run directory (a rename:
     nothing is copied or lost) before the new run writes; `restore_set_aside` puts them back if the new
     run fails, `drop_set_aside` removes them once it finished. A set-aside folder left by a replacement
-    that was killed already holds the old run: the killed replacement's own files go instead."""
-    aside = path / SET_ASIDE_DIR
-    if aside.is_dir() and not aside.is_symlink():
+    that was killed (claim verified it holds that replacement's old run) keeps it: the killed replacement's
+    own files go instead. Any other folder under that name was refused at claim."""
+    key, aside = os.path.abspath(path), path / SET_ASIDE_DIR
+    if os.path.lexists(aside):
+        problem = set_aside_problem(aside)
+        if problem is not None:   # claim refuses this; a folder planted since then is refused here
+            raise _unverified_set_aside(path, problem)
+        _SET_ASIDE[key] = fsops.entry_names(aside)
         remove_results(path)
         return
     entries = _our_entries(path)
-    os.mkdir(aside)
+    fsops.make_dir(aside)
+    moved = _SET_ASIDE[key] = []
     for p in entries:
-        os.rename(p, aside / p.name)
+        fsops.rename(p, aside / p.name)
+        moved.append(p.name)
+
+
+def _unverified_set_aside(path: Path, problem: str) -> RunDirectoryError:
+    return RunDirectoryError(f"output directory {path} holds a {SET_ASIDE_DIR}/ folder that is not a run fedcluster "
+                             f"set aside ({problem}); fedcluster neither moves files into it nor restores from it: "
+                             f"move it out of the run directory, then run again")
 
 
 def restore_set_aside(path: Path) -> None:
-    """The new run failed: remove what it wrote and move the old run back, whole."""
-    aside = path / SET_ASIDE_DIR
-    if not aside.is_dir() or aside.is_symlink():
+    """The new run failed: remove what it wrote and move the old run back, whole: exactly the names this
+    replacement moved (or verified) there, so the old run is back byte-identical."""
+    key, aside = os.path.abspath(path), path / SET_ASIDE_DIR
+    moved = _SET_ASIDE.pop(key, None)
+    if moved is None:
         return
     remove_results(path)
-    for p in list(aside.iterdir()):
-        os.rename(p, path / p.name)
-    aside.rmdir()
+    for name in moved:
+        fsops.rename(aside / name, path / name)
+    try:
+        fsops.rmdir(aside)
+    except OSError:   # something was put there meanwhile: not ours to remove
+        pass
 
 
 def drop_set_aside(path: Path) -> None:
-    """The replacement finished: the old run's files go."""
-    aside = path / SET_ASIDE_DIR
-    if aside.is_dir() and not aside.is_symlink():
-        shutil.rmtree(aside)
+    """The replacement finished: the old run's files go (only a set-aside this process made or verified)."""
+    key, aside = os.path.abspath(path), path / SET_ASIDE_DIR
+    moved = _SET_ASIDE.pop(key, None)
+    if moved is None and os.path.lexists(aside) and set_aside_problem(aside) is None:
+        moved = fsops.entry_names(aside)   # a replacement killed earlier, resumed to its end without overwrite
+    if moved is None:
+        return
+    for name in moved:
+        p = aside / name
+        if os.path.islink(p):
+            continue
+        if p.is_dir():
+            fsops.remove_tree(p)
+        elif p.exists():
+            fsops.unlink(p)
+    try:
+        fsops.rmdir(aside)
+    except OSError:
+        pass
 
 
 def _same_directory(path: Path, fd: int) -> bool:
@@ -413,6 +515,7 @@ def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
     try:
         with locked(path) as fd:
             _OWNED[key] = fd
+            fsops.hold(key, fd)
             try:
                 yield _inspect(path, requested, overwrite)
             except BaseException:
@@ -423,6 +526,8 @@ def claim(path, requested: dict, overwrite: bool = False) -> Iterator[Claim]:
                 raise
             finally:
                 _OWNED.pop(key, None)
+                _SET_ASIDE.pop(key, None)
+                fsops.release(key)
                 _WRITTEN.pop(key, None)
             _CREATED.pop(key, None)   # a run that started keeps its directory
     except RunDirectoryError:
@@ -447,6 +552,17 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
         raise RunDirectoryError(f"output directory {path} holds a symbolic link where a run keeps its files "
                                 f"({links[0]}); fedcluster never writes, appends or removes through a link: remove it "
                                 "or choose another hydra.run.dir")
+    if os.path.lexists(path / SUMMARY_FILE):
+        problem = manifest_problem(path)
+        if problem is not None:
+            raise RunDirectoryError(f"output directory {path} holds a finished run but {problem}; fedcluster takes a "
+                                    f"run's files from its seal only: remove {MANIFEST_FILE} or put it back as it was, "
+                                    "or use a new hydra.run.dir")
+    aside = path / SET_ASIDE_DIR
+    if overwrite and os.path.lexists(aside):
+        problem = set_aside_problem(aside)
+        if problem is not None:
+            raise _unverified_set_aside(path, problem)
     old = _read_config(path)
     if old is not None and comparable(old) != comparable(requested) and not overwrite:
         diff = differing_keys(old, requested)
@@ -455,7 +571,8 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
                                 "use a new hydra.run.dir, or overwrite=true to replace it")
     foreign = _foreign_entries(path)
     checkpoints = [n for n in (CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE) if os.path.lexists(path / n)]
-    has_run = old is not None or bool(checkpoints) or os.path.lexists(path / SUMMARY_FILE)
+    has_run = old is not None or bool(checkpoints) or os.path.lexists(path / SUMMARY_FILE) \
+        or (overwrite and os.path.lexists(aside))   # a replacement killed after it set the old run aside (verified above)
     if foreign and not has_run:   # even with overwrite=true: a user's folder is not a run to replace
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise RunDirectoryError(f"output directory {path} is not empty and holds no fedcluster run "

@@ -19,15 +19,16 @@ class RunLogFile(logging.FileHandler):
         import sys as _sys
         error = _sys.exc_info()[1]
         if isinstance(error, OSError):
-            raise WriteFailed(self.baseFilename, error.strerror or str(error)) from error
+            from .io import _reason
+            raise WriteFailed(self.baseFilename, _reason(error)) from error
         super().handleError(record)
 
     def _open(self):
         """Appended without following a link: a run.log replaced by a symbolic link to a file elsewhere
         (claim refuses that too) is never written through."""
-        import os
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+        from . import fsops
+        return fsops.open_append(self.baseFilename, create=True, encoding=self.encoding or "utf-8",
+                                 errors=self.errors)
 
 
 def open_run_log(out: Path, to_stderr: bool) -> logging.Logger:

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from ..errors import WriteFailed
-from ..lifecycle.io import write_csv
+from ..lifecycle import fsops
+from ..lifecycle.io import _reason, write_csv
 from ..lifecycle.rundir import check_still_owned
 from ..signals import deferred
 from ..lifecycle.record import METRICS_FILE, metrics_table
@@ -25,8 +26,8 @@ class CSVLogger(Logger):
         self.ids = ids
         if rows:
             write_csv(self.path, metrics_table(rows, ids))
-        elif self.path.exists():   # rows of a killed attempt that never checkpointed
-            self.path.unlink()
+        elif os.path.lexists(self.path):   # rows of a killed attempt that never checkpointed
+            fsops.unlink(self.path)
 
     def log_round(self, t, rows, train_seconds):
         if not rows:
@@ -36,18 +37,23 @@ class CSVLogger(Logger):
             write_csv(self.path, frame)
             return
         check_still_owned(self.path.parent)
-        size = None
+        size, f = None, None
         try:
-            size = self.path.stat().st_size
-            with deferred(), open(self.path, "a", newline="") as f:
+            with deferred():
+                # opened without following a link, in the claimed directory (fsops): a metrics.csv swapped
+                # for a link mid-run is ELOOP here, and the file it points to is never appended to
+                f = fsops.open_append(self.path)
+                size = os.fstat(f.fileno()).st_size
                 frame.to_csv(f, header=False, index=False, quoting=csv.QUOTE_MINIMAL)
-                if self.flush:
-                    f.flush()
+                f.flush()
+                f.close()
         except OSError as e:   # a full disk or a read-only file system: no half-written row stays behind
             check_still_owned(self.path.parent)   # or the run directory went away meanwhile
-            if size is not None:
+            if f is not None:
                 try:
-                    os.truncate(self.path, size)
-                except OSError:
+                    if size is not None:
+                        os.ftruncate(f.fileno(), size)   # the file opened, never a name resolved again
+                    f.close()
+                except (OSError, ValueError):
                     pass
-            raise WriteFailed(self.path, e.strerror or str(e)) from e
+            raise WriteFailed(self.path, _reason(e)) from e

@@ -100,6 +100,8 @@ class LabelSetPools:
             return self.assemble(class_members(labels, C, rng), holders, props, reserve, K)
         fraction = self.min_cluster_fraction if split == "training" else self.min_cluster_test_fraction
         threshold = max(math.ceil(fraction * len(labels)), need)
+        key = "min_cluster_fraction" if split == "training" else "min_cluster_test_fraction"
+        by_fraction = math.ceil(fraction * len(labels)) >= need   # which setting asks for the pools' size
         reserve, step = self.reserve_fraction, 0.05
         while True:
             props = [dirichlet(rng, self.alpha, len(who), 1)[0] if who else None for who in holders]
@@ -112,7 +114,9 @@ class LabelSetPools:
             if reserve > 1.0:
                 raise ConfigError(f"partition={name} could not give every cluster {threshold} {split} samples of "
                                   f"its classes (smallest pool {min(len(p) for p in pools)}, reserve up to "
-                                  f"{reserve - step:.2f}); lower partition.num_clients or the samples per client")
+                                  f"{reserve - step:.2f}, from partition.reserve_fraction={self.reserve_fraction}); "
+                                  + (f"lower partition.{key}={fraction}" if by_fraction else
+                                     "lower partition.num_clients or the samples per client"))
 
 
 class LabelSkew1(ClusterSkew):

@@ -65,7 +65,9 @@ class LabelPartition(CheckedSettings, group="partition"):   # declared rules che
         # Test pool: class c goes to clients in proportion to their training samples of c.
         held = train.sum(1, keepdims=True)
         test_shares = np.divide(train, held, out=np.zeros(train.shape, dtype=np.float64), where=held > 0)
-        test = ensure_minimum(largest_remainder(test_shares, per_class(test_labels)), 1, prefer=train.argmax(0))
+        test = ensure_minimum(largest_remainder(test_shares, per_class(test_labels)), 1, prefer=train.argmax(0),
+                              pool="test pool", advice="raise the data set's test samples (dataset.test_size, where "
+                              "the data set has it) or lower partition.num_clients")
         return LabelSplit(take_indices(train_labels, train, g), take_indices(test_labels, test, g),
                           None if truth is None else torch.as_tensor(truth, dtype=torch.long))
 

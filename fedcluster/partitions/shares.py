@@ -47,7 +47,8 @@ def largest_remainder(shares: np.ndarray, totals: np.ndarray) -> np.ndarray:
     return counts
 
 
-def ensure_minimum(counts: np.ndarray, minimum: int, prefer: Optional[np.ndarray] = None) -> np.ndarray:
+def ensure_minimum(counts: np.ndarray, minimum: int, prefer: Optional[np.ndarray] = None,
+                   pool: str = "pool", advice: str = "lower partition.num_clients or partition.min_samples") -> np.ndarray:
     """Move samples from the clients with the most samples to those with fewer than
     `minimum`, taking the class `prefer[i]` when the donor has it (else the donor's largest
     class). Deterministic, O(moves)."""
@@ -58,9 +59,8 @@ def ensure_minimum(counts: np.ndarray, minimum: int, prefer: Optional[np.ndarray
             donor = int(np.argmax(totals))
             spare = totals[donor] - minimum
             if donor == i or spare <= 0:
-                raise ConfigError(f"partition cannot give every client {minimum} samples: the pool has "
-                                  f"{int(counts.sum())} for {counts.shape[1]} clients; lower partition.num_clients "
-                                  "or partition.min_samples")
+                raise ConfigError(f"partition cannot give every client {minimum} samples: the {pool} has "
+                                  f"{int(counts.sum())} for {counts.shape[1]} clients; {advice}")
             c = int(prefer[i]) if prefer is not None and counts[int(prefer[i]), donor] > 0 else int(np.argmax(counts[:, donor]))
             move = int(min(minimum - totals[i], counts[c, donor], spare))
             counts[c, donor] -= move

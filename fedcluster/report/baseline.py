@@ -38,8 +38,9 @@ NOTE = ("Differences to the baseline {b}: this configuration's mean minus {b}'s 
         "config key but the algorithms' own settings equal; {b}'s runs may come from another table of this "
         "report), with a 95 % confidence interval over seeds: paired by seed "
         "(t on the per-seed differences) where both were run on the same seeds, and so on the same data draws; "
-        "Welch's unequal-variance interval otherwise (the 'test' column says which, and over how many seeds). "
-        "'*': the interval excludes 0. '▲best': significantly the best configuration of its setting in that "
+        "Welch's unequal-variance interval otherwise (the 'test' column says which, and over how many seeds); "
+        "no interval from fewer than 3 seeds. '*': the interval excludes 0 and both sides have the table's full "
+        "count of seeds. '▲best': significantly the best configuration of its setting in that "
         "column (its interval against every other configuration there excludes 0). acc, micro acc, F1 in "
         "percentage points of the local test metric; ARI of the final clustering; MSE lower is better; "
         "'unseen': on the clients held out of training (partition.holdout_clients), each with the model its method "
@@ -171,6 +172,7 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
     def label_of(c):
         return _method_label(c, own.get(c.value("algorithm.name"), set()))
     rows, notes = [], []
+    full_count = max((len(c.seeds) for c in cells), default=0)
     for setting, members in settings.items():
         label = _label([(k, v) for k, v in setting if k in shown])
         named = _label(setting) if setting else "the table's only one"   # notes name the setting in full
@@ -201,7 +203,9 @@ def baseline_frame(cells: Sequence[Cell], baseline: str,
                     row[f"{name} − {baseline}"] = ""
                     continue
                 tests.add(f"{d.test} ({d.n})")
-                row[f"{name} − {baseline}"] = Difference(d.diff, d.low, d.high, d.test, d.n, scale, best[name] is c)
+                full = len(x) == len(b) == full_count   # a '*' only where both sides have the table's full count
+                row[f"{name} − {baseline}"] = Difference(d.diff, d.low, d.high, d.test, d.n, scale, best[name] is c,
+                                                         full=full)
             row["test"] = "; ".join(sorted(tests)) if c is not base else f"seeds {', '.join(map(str, c.seeds))}"
             rows.append(row)
     if not rows:

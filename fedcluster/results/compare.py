@@ -5,7 +5,8 @@ holds equal), Welch's unequal-variance interval otherwise.
 
 Paired: d_s = x_s - b_s over the shared seeds, mean(d) ± t(0.975, n-1) sd(d)/sqrt(n).
 Welch: mean(x) - mean(b) ± t(0.975, df) sqrt(s_x²/n_x + s_b²/n_b), df by Welch-Satterthwaite.
-With one seed on a side (Welch) or one shared seed (paired) there is no interval."""
+Below MIN_SEEDS seeds on a side (Welch) or shared (paired) there is no interval: a t-interval from two
+seeds has t(0.975, 1) = 12.7 and says nothing (two seeds gave "+7.1 [-260.2, +274.3]")."""
 import math
 from dataclasses import dataclass
 from typing import Dict, Optional
@@ -14,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 LEVEL = 0.95
+MIN_SEEDS = 3   # the fewest seeds an interval is computed from (developers' guide: no interval from fewer than 3)
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Difference:
     scale: float = 1.0     # shown multiplied by this (100: percent points)
     best: bool = False
     own_mean: Optional[float] = None   # set on the baseline's own row: its mean (diff 0, no interval)
+    full: bool = True   # both sides have the table's full count of seeds: only then is a '*' shown
 
     @classmethod
     def of_baseline(cls, mean: float, n: int, scale: float, best: bool) -> "Difference":
@@ -60,8 +63,9 @@ class Difference:
             mean = self.own_mean * self.scale
             return (f"{mean:.3g}" if self.scale == 1 else f"{mean:.1f}") + " (its mean)" + (" ▲best" if self.best else "")
         out = num(self.diff)
-        out += f" [{num(self.low)}, {num(self.high)}]" if self.has_interval else " (no interval: one seed)"
-        if self.excludes_zero:
+        out += f" [{num(self.low)}, {num(self.high)}]" if self.has_interval else \
+            f" (n={self.n}: too few seeds for an interval)"
+        if self.excludes_zero and self.full:
             out += " *"
         if self.best:
             out += " ▲best"
@@ -81,7 +85,7 @@ def paired_difference(x: Dict[object, float], b: Dict[object, float]) -> Differe
     d = np.array([x[s] - b[s] for s in seeds], dtype=float)
     n = len(d)
     mean = float(d.mean()) if n else float("nan")
-    if n < 2:
+    if n < MIN_SEEDS:
         return Difference(mean, float("nan"), float("nan"), "paired", str(n))
     half = _t(n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
     return Difference(mean, mean - half, mean + half, "paired", str(n))
@@ -93,7 +97,7 @@ def welch_difference(x, b) -> Difference:
     nx, nb = len(x), len(b)
     mean = float(x.mean() - b.mean()) if nx and nb else float("nan")
     label = f"{nx} vs {nb}"
-    if nx < 2 or nb < 2:
+    if nx < MIN_SEEDS or nb < MIN_SEEDS:
         return Difference(mean, float("nan"), float("nan"), "Welch", label)
     vx, vb = x.var(ddof=1) / nx, b.var(ddof=1) / nb
     se = math.sqrt(vx + vb)
@@ -106,10 +110,10 @@ def welch_difference(x, b) -> Difference:
 
 def difference(x: Dict[object, float], b: Dict[object, float]) -> Optional[Difference]:
     """Paired where both sides have exactly the same seeds, Welch otherwise; None where a side
-    has no value. (A single shared seed: paired, with no interval.)"""
+    has no value. (Fewer than MIN_SEEDS shared seeds: paired, with no interval.)"""
     if not x or not b:
         return None
-    if set(x) == set(b):   # the same seeds (one included: paired, with no interval)
+    if set(x) == set(b):   # the same seeds (fewer than MIN_SEEDS: paired, with no interval)
         return paired_difference(x, b)
     return welch_difference(x.values(), b.values())
 
