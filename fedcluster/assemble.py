@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from . import signals
 from .algorithms.base import Federation
 from .data.budget import check_fits
 from .data.federated import as_reconstruction, carve_validation, federate
@@ -218,6 +219,7 @@ def build(cfg: DictConfig):
     the run needs is checked before any data is drawn or the model allocated."""
     hw = make(cfg.hardware)
     source = make(cfg.dataset, seed=cfg.seed)
+    signals.check()   # each stage of the build is a safe point: a stop signal ends a preparation, not after it
     partition = make(cfg.partition)
     check_built("dataset", source, cfg.dataset.get("name", "?"))
     check_built("partition", partition, cfg.partition.get("name", "?"))
@@ -235,6 +237,7 @@ def build(cfg: DictConfig):
                               f"(shape {in_shape}): {_reason(cause)}") from None
 
     num_params = count_parameters(build_model)
+    signals.check()
     keys = size_keys(cfg, source, partition, in_shape)
     held = source.held_bytes() if hasattr(source, "held_bytes") else {}
 
@@ -253,10 +256,12 @@ def build(cfg: DictConfig):
 
     held = hold_out_clients(build_data(source, partition, cfg.seed, fits), getattr(partition, "holdout_clients", 0.0),
                             cfg.seed)
+    signals.check()
     data = held.seen.to(hw.torch_device, hw.torch_dtype)
     newcomers = None if held.unseen is None else held.unseen.to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
+    signals.check()
     # algorithms take K by interpolation (config.SHARED) unless a node sets its own
     nested = flatten(OmegaConf.to_container(cfg.algorithm, resolve=True))   # e.g. CAM's base.num_clusters
     for K in [cfg.num_clusters, *(v for k, v in nested.items() if k.rsplit(".", 1)[-1] == "num_clusters")]:

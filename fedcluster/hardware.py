@@ -1,4 +1,5 @@
 """Device and precision selection (conf/hardware/*.yaml)."""
+import os
 from dataclasses import dataclass
 from typing import Annotated, Union
 
@@ -57,3 +58,20 @@ class Hardware:
 def device_kind(described) -> str:
     """The device type of a recorded device (Hardware.describe's text): "cpu", "cuda", or "not recorded"."""
     return str(described).split(" ")[0] if described else "not recorded"
+
+
+def machine() -> dict:
+    """The processor (and GPU) a run ran on, recorded in its summary: one config gives last-digit differences
+    across CPUs (an AMD EPYC against an Intel Xeon with AMX), so a verdict near a band's edge is read with the
+    machine beside it. Linux: /proc/cpuinfo's model name; elsewhere platform.processor()."""
+    import platform
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        pass
+    out = {"cpu": cpu or platform.processor() or platform.machine(), "cpu_count": os.cpu_count()}
+    if torch.cuda.is_available():
+        out["gpu"] = torch.cuda.get_device_name(0)
+    return out

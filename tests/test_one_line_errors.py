@@ -14,6 +14,7 @@ from fedcluster.errors import ConfigError
     (["rouns=3"], "rouns is not a setting (did you mean rounds?)"),
     (["algorithm=nosuch"], "algorithm=nosuch is unknown; allowed: cfl,"),
     (["a=b=c="], "cannot read the argument"),
+    ({"algorithm": "ifca"}, "is a dict; fedcluster.run takes a list of override strings"),   # not "argument 'algorithm'"
 ])
 def test_the_api_raises_fedclusters_one_line_error(tmp_path, overrides, needle):
     with pytest.raises(ConfigError) as e:
@@ -104,3 +105,66 @@ def test_a_new_key_of_an_open_map_without_its_plus_is_told_to_add_one():
     assert one_line(e.value, CONF) == ("partition.options.alpha is not set yet: partition.options holds no keys; a new "
                                        "one is added with a plus, +partition.options.alpha=<value>")
     assert make_cfg(["partition=flower", "+partition.options.alpha=0.3"]).partition.options.alpha == 0.3
+
+
+def _command(*args, env=None, cwd=None):
+    import os
+    return subprocess.run([sys.executable, "-m", "fedcluster", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda p: None, "does not exist"),
+    (lambda p: p.mkdir(), "holds no config.yaml"),
+])
+def test_fedcluster_conf_at_a_missing_or_empty_folder_is_one_line_exit_2(tmp_path, make, needle):
+    make(tmp_path / "conf")
+    for args in (["rounds=1", f"hydra.run.dir={tmp_path / 'r'}"], ["show", "algorithm=ifca"]):
+        _one_line(_command(*args, env={"FEDCLUSTER_CONF": str(tmp_path / "conf")}), f"FEDCLUSTER_CONF={tmp_path / 'conf'} {needle}")
+    assert not (tmp_path / "r").exists()
+
+
+def test_show_refuses_a_value_the_run_refuses():
+    _one_line(_command("show", "partition=flower", "partition.kind=nosuch"), "partition.kind='nosuch' is unknown; allowed:")
+
+
+def test_archive_runs_into_an_existing_file_is_one_line(tmp_path):
+    from conftest import ROOT
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "afile").write_text("mine")
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "archive_runs.py"), str(tmp_path / "runs"),
+                           str(tmp_path / "afile")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "an existing file, not a folder" in proc.stderr and "Traceback" not in proc.stderr
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["+preset=cam/fmnist/table1", "algorithm=local"],
+     "algorithm=local chooses none of the sweep's rows; allowed: algorithm one of fedavg, fesem, fesem_cam, ifca, ifca_cam"),
+    (["+preset=cam/fmnist/table1", "hydra.sweeper.rows=abc"], "hydra.sweeper.rows=abc: not a list of rows"),
+    (["+preset=cam/fmnist/table1", "hydra.sweeper.rows=[a,b]"], "not a list of rows, each a list of overrides"),
+])
+def test_a_sweep_whose_rows_select_nothing_or_are_misshapen_is_one_line_and_writes_nothing(tmp_path, args, needle):
+    _one_line(_command("-m", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path), needle)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["dataset=digits", "dataset.distributions=[{rotation: 0}]", "model=mlp", "partition=dirichlet",
+      "partition.num_clients=10", "dataset.test_size=5"], "the test pool has 5 for 10 clients; raise the data set's test "
+                                                          "samples (dataset.test_size"),
+    (["dataset=fashion_mnist", "dataset.distributions=[{rotation: 0}]", "partition=label_skew2",
+      "partition.reserve_fraction=1", "partition.min_cluster_fraction=1"], "from partition.reserve_fraction=1.0); lower "
+                                                                           "partition.min_cluster_fraction=1.0"),
+])
+def test_a_refusal_names_the_setting_that_causes_it(tmp_path, args, needle):
+    from conftest import make_cfg
+    from fedcluster.runner import run
+    if "dataset=fashion_mnist" in args:
+        pytest.importorskip("fedcluster.data.readers")
+        from fedcluster.data.readers import DEBIAN_FASHION_MNIST
+        if not DEBIAN_FASHION_MNIST.exists():
+            pytest.skip("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)")
+    with pytest.raises(ConfigError) as e:
+        run(make_cfg(args + ["rounds=1", "plots=false"]), tmp_path / "r")
+    assert needle in str(e.value), str(e.value)

@@ -466,6 +466,26 @@ def test_a_stop_during_a_write_waits_for_the_write(tmp_path, stop_signals):
 
 
 
+def test_a_stop_while_a_run_is_prepared_ends_the_preparation(tmp_path, stop_signals, monkeypatch):
+    """A stop signal that lands while the data set is read (a large preset's first job builds 200 clients before
+    its first round) ends the run at the next stage of its preparation, not after the preparation is done."""
+    import fedcluster.assemble as assemble
+    signals.install()
+    stages = []
+    real_build_data = assemble.build_data
+
+    def reading(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)   # lands while the data is drawn
+        data = real_build_data(*args, **kwargs)
+        stages.append("data drawn")
+        return data
+    monkeypatch.setattr(assemble, "build_data", reading)
+    monkeypatch.setattr(assemble, "build_optimizer", lambda *a, **k: stages.append("optimizer") or None)
+    with pytest.raises(signals.Stopped) as e:
+        assemble.build(make_cfg(SMALL + ["algorithm.selection_size=6"]))
+    assert e.value.signum == signal.SIGTERM and stages == ["data drawn"]   # stopped before the model and optimizer
+
+
 def test_a_stop_waits_for_a_safe_point_never_inside_a_transformed_step(stop_signals):
     """A stop arriving inside a torch.func transform (the batched engine's vmap(grad)) is noted and
     raised at the next safe point (`signals.check`, at every step): raised where it lands it can

@@ -9,6 +9,7 @@ import torch
 from omegaconf import OmegaConf
 
 from .. import __version__
+from ..hardware import machine
 from ..threads import wait_policy
 from ..evaluation import UNSEEN_TEST, ari_by_true_round, assignment_costs, convergence, matching_costs
 from ..metrics import hungarian_match, key_metric
@@ -56,6 +57,7 @@ def summarize(cfg, fed, frame, assign, engine, hw, wall) -> dict:
         "config": {**{g: OmegaConf.to_container(cfg[g], resolve=True)
                       for g in ("dataset", "partition", "model", "algorithm", "train")},
                    "num_clusters": cfg.get("num_clusters")},
+        "machine": machine(),
         "versions": {"fedcluster": __version__, "revision": source_revision(), "torch": torch.__version__,
                      "python": platform.python_version(), "numpy": np.__version__},
     }
@@ -127,4 +129,5 @@ def diverged_summary(cfg, fed, error: str, t: int) -> dict:
     return {"status": "diverged", "error": error, "diverged_in_round": t,
             "algorithm": cfg.algorithm.name, "dataset": cfg.dataset.name, "partition": cfg.partition.name,
             "model": cfg.model.name, "seed": int(cfg.seed), "rounds": int(cfg.rounds), "num_clients": fed.num_clients,
-            "versions": {"fedcluster": __version__, "revision": source_revision(), "torch": torch.__version__}}
+            "machine": machine(),
+        "versions": {"fedcluster": __version__, "revision": source_revision(), "torch": torch.__version__}}

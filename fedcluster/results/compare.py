@@ -119,9 +119,9 @@ def difference(x: Dict[object, float], b: Dict[object, float]) -> Optional[Diffe
 
 
 def mean_interval(values) -> tuple:
-    """(mean, half-width of its 95 % t-interval) of a sample; NaN half-width for one value."""
+    """(mean, half-width of its 95 % t-interval) of a sample; NaN half-width below MIN_SEEDS values."""
     x = np.asarray(list(values), dtype=float)
-    if len(x) < 2:
+    if len(x) < MIN_SEEDS:
         return float(x.mean()), float("nan")
     return float(x.mean()), _t(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
 
