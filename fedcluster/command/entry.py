@@ -6,7 +6,14 @@ one line, not a traceback or an abort inside torch's import. Both commands end t
 without the interpreter's teardown once their work and its exit hooks are done (quick_exit.py)."""
 import sys
 
-from . import quick_exit
+from .. import signals
+
+if sys.argv and sys.argv[0].endswith(("fedcluster", "__main__.py")):
+    # the command's first statement after the package's own two lines: from here a stop signal only notes
+    # itself (raised at the next safe point), so Ctrl-C while starting is one line, not a traceback
+    signals.install()
+
+from . import quick_exit  # noqa: E402
 
 
 def _ended(work) -> None:
@@ -21,8 +28,7 @@ def _ended(work) -> None:
 
 
 def _fedcluster() -> None:
-    from .. import signals
-    signals.install()
+    signals.install()   # again: idempotent (python -m fedcluster and other callers of main())
     try:
         from .cli import main as cli_main
         signals.check()   # a stop noted while torch and Hydra were imported
