@@ -51,11 +51,11 @@ def test_cells_means_band_and_paired_difference(tmp_path):
 
 
 def test_welch_where_the_seeds_differ(tmp_path):
-    a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0), ("ifca", "", 1, 92.0),
-                                   ("ifca_cam", "", 1, 93.0), ("ifca_cam", "", 2, 95.0)])
+    a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0), ("ifca", "", 1, 92.0), ("ifca", "", 2, 91.0),
+                                   ("ifca_cam", "", 1, 93.0), ("ifca_cam", "", 2, 95.0), ("ifca_cam", "", 3, 94.0)])
     out = tmp_path / "cells.md"
-    cam_cells.main([str(out), str(a)])
-    assert "micro +3 [" in out.read_text() and "(Welch, 2 vs 2)" in out.read_text()
+    cam_cells.main([str(out), str(a)])   # 3 seeds a side: an interval (none from fewer: results/compare.py)
+    assert "micro +3 [" in out.read_text() and "(Welch, 3 vs 3)" in out.read_text()
 
 
 def test_a_run_in_two_csvs_is_refused(tmp_path):
