@@ -149,8 +149,8 @@ class HuggingFaceSource(TensorSource):
 
     @staticmethod
     def _flat_columns(table, chosen, labels, distributions) -> dict:
-        frame = table.select_columns([c for c in dict.fromkeys([*chosen, labels, *(
-            [distributions] if distributions else [])])]).to_pandas()
+        wanted = list(dict.fromkeys([*chosen, labels, *([distributions] if distributions else [])]))
+        frame = table.select_columns(wanted).to_pandas()
         features = frame[chosen].to_numpy(np.float32)   # by name, in the training rows' order
         if not np.isfinite(features).all():
             raise ConfigError("dataset: the feature columns hold NaN or infinite values; allowed: finite numbers")

@@ -36,11 +36,11 @@ def _atomic(path: Path, write, binary: bool = True) -> None:
         except BaseException as e:
             if isinstance(e, OSError) and not isinstance(e, WriteFailed):
                 _check_owner(path)   # the directory went away during the write: say so
-                raise WriteFailed(path, _reason(e)) from e
+                raise WriteFailed(path, write_failure_reason(e)) from e
             raise
 
 
-def _reason(e: OSError) -> str:
+def write_failure_reason(e: OSError) -> str:
     import errno
     if e.errno == errno.ELOOP:
         return "a symbolic link is in its place or its folder's; fedcluster never writes through a link"

@@ -19,8 +19,8 @@ class RunLogFile(logging.FileHandler):
         import sys as _sys
         error = _sys.exc_info()[1]
         if isinstance(error, OSError):
-            from .io import _reason
-            raise WriteFailed(self.baseFilename, _reason(error)) from error
+            from .io import write_failure_reason
+            raise WriteFailed(self.baseFilename, write_failure_reason(error)) from error
         super().handleError(record)
 
     def _open(self):

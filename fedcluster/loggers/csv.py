@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import WriteFailed
 from ..lifecycle import fsops
-from ..lifecycle.io import _reason, write_csv
+from ..lifecycle.io import write_failure_reason, write_csv
 from ..lifecycle.rundir import check_still_owned
 from ..signals import deferred
 from ..lifecycle.record import METRICS_FILE, metrics_table
@@ -56,4 +56,4 @@ class CSVLogger(Logger):
                     f.close()
                 except (OSError, ValueError):
                     pass
-            raise WriteFailed(self.path, _reason(e)) from e
+            raise WriteFailed(self.path, write_failure_reason(e)) from e
