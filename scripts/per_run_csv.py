@@ -8,8 +8,8 @@ import csv
 import sys
 from pathlib import Path
 
-from fedcluster.results.defaults import non_default_settings, setting_name
-from fedcluster.results.runs import ABSENT, discover, show
+from fedcluster.results.defaults import options_text
+from fedcluster.results.runs import discover
 
 FIELDS = ["table", "partition", "K", "method", "options", "seed", "acc", "micro_acc", "macro_f1", "ari",
           "cluster_sizes", "device", "wall_time_s", "run_dir"]
@@ -19,18 +19,10 @@ def pct(value):
     return "" if value is None else round(100 * value, 2)
 
 
-# Data settings that change what every method is trained on: a run with one set is its own row (a sensitivity
-# row of scripts/cam_cells.py), never a seed of the row without it.
-INPUT_SETTINGS = {"dataset.normalize": False}
-
-
 def row(run) -> dict:
     s = run.summary
-    options = [f"{setting_name(k)}={show(v)}" for k, v in sorted(non_default_settings(run, s["algorithm"]).items())]
-    options += [f"{k}={show(run.value(k))}" for k, off in INPUT_SETTINGS.items()
-                if run.value(k) not in (off, None) and run.value(k) is not ABSENT]
     return {"table": s.get("table"), "partition": s["partition"], "K": (s.get("config") or {}).get("num_clusters"),
-            "method": s["algorithm"], "options": " ".join(options), "seed": s["seed"],
+            "method": s["algorithm"], "options": options_text(run), "seed": s["seed"],
             "acc": pct((s.get("local") or {}).get("local_test_accuracy")),
             "micro_acc": pct((s.get("local_micro") or {}).get("local_test_accuracy")),
             "macro_f1": pct((s.get("local") or {}).get("local_test_macro_f1")),

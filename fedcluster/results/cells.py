@@ -99,12 +99,18 @@ def _fmt(x: float, digits: Optional[int]) -> str:
 @dataclass(frozen=True)
 class Reported:
     """A number a paper reports, beside ours: its mean and, where the paper gives one, its
-    std; `digits` decimals as printed (None: 3 significant digits). CSV: `<col> mean`, `<col> std`."""
+    std; `digits` decimals as printed (None: 3 significant digits). CSV: `<col> mean`, `<col> std`.
+    `cell`: which printed number it is (tables.paper_numbers.CellKey, the row of paper_numbers.csv),
+    so the per-cell account (report/account.py) can tell every printed number from the tables built
+    over the runs; None for a number that is not one printed cell (a derived one)."""
     mean: float
     std: Optional[float] = None
     digits: Optional[int] = 1
+    cell: Optional[tuple] = None
 
     def text(self) -> str:
+        if not math.isfinite(self.mean):
+            return DASH   # a dash the paper printed (e.g. CLoVE's "never reached")
         if self.std is None:
             return _fmt(self.mean, self.digits)
         return f"{_fmt(self.mean, self.digits)} ± {_fmt(self.std, self.digits)}"
@@ -117,7 +123,8 @@ class Reported:
 class Verdict:
     """Our mean minus the paper's, and whether our mean lies inside the paper's mean ± 2 std.
     The yardstick is the paper's std, or ours (over seeds) where the paper gives none; `basis`
-    names which ("" when neither exists: no verdict, the difference alone)."""
+    names which ("" when neither exists: no verdict, the difference alone). A printed "± 0" (all
+    the paper's seeds gave one value) is met where our mean rounds to the printed value."""
     diff: float
     within: Optional[bool]
     basis: str
@@ -128,6 +135,9 @@ class Verdict:
         if ours.n == 0 or not math.isfinite(paper.mean):
             return None
         diff = ours.mean - paper.mean
+        if paper.std == 0 and paper.digits is not None:
+            # "± 0.0" printed: every seed gave the printed value, so ours agrees where it rounds to it
+            return cls(diff, abs(diff) <= 0.5 * 10 ** -paper.digits + 1e-9, "paper", paper.digits)
         if paper.std is not None and paper.std > 0:
             scale, basis = paper.std, "paper"
         elif ours.n > 1 and ours.std > 0:

@@ -48,3 +48,20 @@ def non_default_settings(item, method: str) -> Dict[str, object]:
 def reporting_only(key: str) -> bool:
     """Whether a dotted algorithm key only changes what is reported ('algorithm.base.report_label_pick')."""
     return key.rsplit(".", 1)[-1] in REPORTING_ONLY
+
+
+# Data settings that change what every method is trained on: a run with one set is its own row (a sensitivity
+# row), never a seed of the row without it. {dotted key: its value when off}.
+INPUT_SETTINGS = {"dataset.normalize": False}
+
+
+def options_text(run) -> str:
+    """A run's settings away from its method's defaults, as 'key=value' words in key order ('' for the
+    method's default configuration): its algorithm settings (non_default_settings) and the data settings
+    of INPUT_SETTINGS that are on."""
+    from .runs import show
+    method = run.summary.get("algorithm") or run.value("algorithm.name")
+    words = [f"{setting_name(k)}={show(v)}" for k, v in sorted(non_default_settings(run, method).items())]
+    words += [f"{k}={show(run.value(k))}" for k, off in INPUT_SETTINGS.items()
+              if run.value(k) not in (off, None) and run.value(k) is not ABSENT]
+    return " ".join(words)

@@ -9,7 +9,7 @@ from ..results.cells import DASH, Reported, Stat
 from ..results.defaults import non_default_settings, setting_name
 from ..results.runs import ABSENT, Cell, ReportError, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
-from .paper_numbers import number, reported
+from .paper_numbers import number, reported, cell_key
 
 
 # Fed-CAM (Ma et al., ../shared/papers/cam-fedcam.txt), Tables 1-2: test accuracy and macro-F1 (%)
@@ -24,7 +24,7 @@ def _cam_tables() -> dict:
         rows = reported(table)
         for dataset, partition in dict.fromkeys(zip(rows["dataset"], rows["setting"])):
             block = rows[(rows["dataset"] == dataset) & (rows["setting"] == partition)]
-            cells = {(int(r["k"]), r["method"], r["metric"]): Reported(float(r["mean"]), number(r["std"]), 2)
+            cells = {(int(r["k"]), r["method"], r["metric"]): Reported(float(r["mean"]), number(r["std"]), 2, cell_key(r))
                      for _, r in block.iterrows()}
             out[(table, dataset, partition)] = {(k, m): (cells[(k, m, "accuracy")], cells[(k, m, "macro_f1")])
                                                 for k, m, metric in cells if metric == "accuracy"}

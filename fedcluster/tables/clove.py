@@ -52,16 +52,17 @@ for _mixing, _cells in CLOVE_TEXT_ACCURACY.items():
     CLOVE_ACCURACY.setdefault(_mixing, {}).update(_cells)
 CLOVE_ARI = _by_mixing(_IMAGES[_IMAGES["metric"] == "ari"])
 
-# Tables 4 and 9, FMNIST column only: (% of final ARI reached in 10 rounds, first round with ARI >= 0.9).
-# None: a dash in the paper (never reached). Where the extracted text drops dashes, the column
-# was resolved from Table 2/8 (a setting whose final ARI is 0 cannot reach 0.9).
-_PCT, _FIRST = (_IMAGES[_IMAGES["metric"] == m] for m in ("pct_final_ari_at_round_10", "first_round_ari_0.9"))
-CLOVE_CONVERGENCE_FMNIST = {mixing: {method: (pct[(method, "fashion_mnist")][0], first[(method, "fashion_mnist")][0])
+# Tables 4 and 9, FMNIST column: {mixing: {method: (% of final ARI reached in 10 rounds, first round with
+# ARI >= 0.9)}}, each a PaperValue (mean None: a dash in the paper, never reached). Where the extracted text drops
+# dashes, paper_numbers.csv resolved the column from Table 2/8 (a final ARI below 0.9 cannot reach 0.9).
+_PCT, _FIRST = (_IMAGES[(_IMAGES["metric"] == m) & (_IMAGES["dataset"] == "fashion_mnist")]
+                for m in ("pct_final_ari_at_round_10", "first_round_ari_0.9"))
+CLOVE_CONVERGENCE_FMNIST = {mixing: {method: (pct[(method, "fashion_mnist")], first.get((method, "fashion_mnist")))
                                      for method, _ in pct}
                             for mixing, pct, first in ((m, mean_std(b), mean_std(_FIRST[_FIRST["setting"] == m]))
                                                        for m, b in by_setting(_PCT).items())}
 # Table 5: test reconstruction loss (MSE).
-CLOVE_UNSUPERVISED = {key: mean for key, (mean, _) in mean_std(reported("clove_unsupervised")).items()}
+CLOVE_UNSUPERVISED = mean_std(reported("clove_unsupervised"))
 
 # CLoVE §5 Training Settings: T = 100 rounds. Results: "the number of clients between 20 and
 # 100 ... In most cases, the training data size per client is set to 500" (clients per table
@@ -87,7 +88,11 @@ CLOVE_PROTOCOL_BY_MIXING = {"label_skew3": CLOVE_LABEL_SKEWS_PROTOCOL, "label_sk
 CLOVE_MIXINGS = ["label_skew1", "concept_shift", "label_skew2", "feature_skew", "label_skew3", "label_skew4"]
 
 def _paper_cell(ref, digits=1):
-    return DASH if ref is None else Reported(ref[0], ref[1], digits)
+    """A PaperValue as the Reported cell beside ours (a printed dash stays a Reported with no mean, so
+    the account still knows the cell); DASH where the paper prints nothing for it."""
+    if ref is None:
+        return DASH
+    return Reported(float("nan") if ref.mean is None else ref.mean, ref.std, digits, ref.cell)
 
 def table_clove(cells, ctx) -> Table:
     """CLoVE Tables 1, 2 and 4 (7-9 for label skews 3-4): rows (mixing, method); per data set
@@ -132,9 +137,9 @@ def table_clove(cells, ctx) -> Table:
                 row[f"{d} ARI"] = Stat.of(s.get("ari") for s in rs)
                 row[paper_label(f"{d} ARI paper", g)] = _paper_cell(CLOVE_ARI.get(mixing, {}).get((method, d)), digits=2)
                 row[f"{d} % final ARI by r10"] = Stat.of((pct_of_final_by(s) for s in rs), style="pct")
-                row[paper_label(f"{d} paper r10", g)] = DASH if conv is None else Reported(conv[0], None, 1)
+                row[paper_label(f"{d} paper r10", g)] = DASH if conv is None else _paper_cell(conv[0])
                 row[f"{d} first round ARI>=0.9"] = first_round_stat(rs) if rs and any(ari_curve(s) for s in rs) else Stat(())
-                row[paper_label(f"{d} paper first", g)] = DASH if conv is None or conv[1] is None else Reported(conv[1], None, 1)
+                row[paper_label(f"{d} paper first", g)] = DASH if conv is None else _paper_cell(conv[1])
                 row[f"{d} seeds"] = len(cell.seeds) if cell else 0
             rows.append(row)
     runs = runs_of(cells)
@@ -195,7 +200,7 @@ def table_clove_unsupervised(cells, ctx) -> Table:
         ref = CLOVE_UNSUPERVISED.get((method, d))
         rows.append({"method": method, "dataset": d, "seeds": len(index[(method, d)].seeds),
                      "test MSE": Stat.of(local_metric(s, "local_test_mse") for s in rs),
-                     col: DASH if ref is None else Reported(ref, None, 3),
+                     col: _paper_cell(ref, 3),
                      "ARI": Stat.of(s.get("ari") for s in rs)})
     runs = runs_of(cells)
     notes = [f"{len(runs)} runs, {'/'.join(unique(str(r.summary.get('num_clients')) for r in runs))} clients, "

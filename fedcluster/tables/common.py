@@ -99,28 +99,40 @@ VERDICT_NOTE = ("'− paper' columns: our mean minus the paper's, and whether ou
                 "difference alone). Where a paper column's header names a protocol gap, the two compare unlike settings.")
 
 
-def with_verdicts(table: Table) -> Table:
-    """After every column of a paper's numbers (Reported cells), a `<our column> − paper` column of
-    Verdicts: the difference and whether ours is inside the paper's ± 2 std. Our column is the
-    one `table.compare` names, else the nearest column to its left holding our statistics."""
+def paired_columns(table: Table) -> List[Tuple[str, str]]:
+    """(paper column, our column) for every column of a paper's numbers (Reported cells): our column
+    is the one `table.compare` names, else the nearest column to its left holding our statistics."""
     frame = table.frame
     cols = list(frame.columns)
-    out, added = {}, False
+    pairs = []
     for i, col in enumerate(cols):
-        out[col] = list(frame[col])
-        if not any(isinstance(v, Reported) for v in out[col]):
+        if not any(isinstance(v, Reported) for v in frame[col]):
             continue
         ours = (table.compare or {}).get(col) or next(
             (c for c in reversed(cols[:i]) if any(isinstance(v, Stat) for v in frame[c])), None)
-        if ours is None or ours not in frame:
+        if ours is not None and ours in frame:
+            pairs.append((col, ours))
+    return pairs
+
+
+def with_verdicts(table: Table) -> Table:
+    """After every column of a paper's numbers (Reported cells), a `<our column> − paper` column of
+    Verdicts: the difference and whether ours is inside the paper's ± 2 std (paired_columns)."""
+    frame = table.frame
+    pairs = dict(paired_columns(table))
+    if not pairs:
+        return table
+    out = {}
+    for col in frame.columns:
+        out[col] = list(frame[col])
+        ours = pairs.get(col)
+        if ours is None:
             continue
         verdicts = [Verdict.of(o, p) if isinstance(o, Stat) and isinstance(p, Reported) else None
                     for o, p in zip(frame[ours], frame[col])]
         out[f"{ours} − paper"] = [v if v is not None else "" for v in verdicts]
-        added = True
-    if added:
-        table.frame = pd.DataFrame(out)
-        table.notes = list(table.notes) + [VERDICT_NOTE]
+    table.frame = pd.DataFrame(out)
+    table.notes = list(table.notes) + [VERDICT_NOTE]
     return table
 
 
@@ -149,23 +161,26 @@ def pairing_notes(summaries: Sequence[dict]) -> List[str]:
             "before 2026-11-26, or a method whose clients carry no weights). The other runs are paired by the "
             "clients' final weights and true mixtures."]
 
-def matched_matrix(summary: dict, metric: str) -> np.ndarray:
+def matched_matrix(summary: dict, metric: str, pairing: Optional[Dict[str, int]] = None) -> np.ndarray:
     """[distribution, distribution]: row d = test distribution, column j = the center paired
-    with distribution j (center_pairing; NaN where no center was paired)."""
+    with distribution j (by `pairing`, default center_pairing; NaN where no center was paired)."""
     names = summary["distributions"]
     raw = np.array([summary["centers"][metric][d] for d in names], dtype=float)   # [D, K]
     out = np.full((len(names), len(names)), np.nan)
-    pairing = center_pairing(summary)[0]
+    pairing = center_pairing(summary)[0] if pairing is None else pairing
     for j, d in enumerate(names):
         c = pairing.get(d, -1)
         if c is not None and 0 <= c < raw.shape[1]:
             out[:, j] = raw[:, c]
     return out
 
-def paper_matched(matrix) -> np.ndarray:
-    """The paper's center matrix with its centers relabelled the way ours are."""
+def paper_matched(matrix, keys=None) -> Tuple[np.ndarray, Optional[list]]:
+    """The paper's center matrix with its centers relabelled the way ours are (Hungarian on its own
+    numbers), and its cells' keys (paper_numbers.key_matrix) put in the same places."""
     m = np.asarray(matrix, dtype=float)
-    return m[:, hungarian_match(m.T)]
+    order = hungarian_match(m.T)
+    moved = [[row[c] for c in order] for row in keys] if keys is not None else None
+    return m[:, order], moved
 
 def ari_curve(summary: dict) -> List[Optional[float]]:
     """ARI after each round, index t-1 = round t (1-based), None where the method had no

@@ -9,12 +9,33 @@ The paper modules (fedsoft.py, cam.py, clove.py) turn these rows into the shapes
 builders read, with the helpers below."""
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 import pandas as pd
 
 CSV = Path(__file__).with_name("paper_numbers.csv")
+KEY_COLUMNS = ("table", "setting", "k", "method", "dataset", "metric", "distribution", "center")
+
+
+class CellKey(NamedTuple):
+    """One printed number: the key columns of its row (every other column is what it says). Empty
+    columns are None; k, distribution and center are ints where given."""
+    table: str
+    setting: Optional[str]
+    k: Optional[int]
+    method: Optional[str]
+    dataset: Optional[str]
+    metric: str
+    distribution: Optional[int]
+    center: Optional[int]
+
+
+class PaperValue(NamedTuple):
+    """A printed number: its mean (None for a dash), its std (None where none is printed) and which cell it is."""
+    mean: Optional[float]
+    std: Optional[float]
+    cell: CellKey
 
 
 @lru_cache(maxsize=None)
@@ -40,6 +61,26 @@ def number(value) -> Optional[float]:
     return None if pd.isna(value) else float(value)
 
 
+def _field(value, as_int: bool):
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value == "":
+        return None
+    return int(value) if as_int else str(value)
+
+
+def cell_key(row) -> CellKey:
+    """The CellKey of one row of the CSV (a pandas row or a dict)."""
+    return CellKey(*(_field(row[c], c in ("k", "distribution", "center")) for c in KEY_COLUMNS))
+
+
+def printed() -> pd.DataFrame:
+    """Every printed number (a copy), with its CellKey in column `cell` and its paper table (e.g.
+    'CLoVE Table 4', the start of `source`) in `printed_in`."""
+    rows = _all().copy()
+    rows["cell"] = [cell_key(r) for _, r in rows.iterrows()]
+    rows["printed_in"] = rows["source"].str.extract(r"^(.*? Table \d+)", expand=False)
+    return rows
+
+
 def matrix(rows: pd.DataFrame) -> list:
     """[[value of center j on distribution d]] from rows with `distribution` and `center`."""
     size = int(max(rows["distribution"].max(), rows["center"].max())) + 1
@@ -49,9 +90,19 @@ def matrix(rows: pd.DataFrame) -> list:
     return out.tolist()
 
 
-def mean_std(rows: pd.DataFrame, key=("method", "dataset")) -> Dict[Tuple, Tuple[float, float]]:
-    """{(method, dataset): (mean, std)}, in the CSV's order."""
-    return {tuple(r[k] for k in key): (number(r["mean"]), number(r["std"])) for _, r in rows.iterrows()}
+def key_matrix(rows: pd.DataFrame) -> list:
+    """[[CellKey of center j on distribution d]], the same shape as matrix(rows) (None where no row)."""
+    size = int(max(rows["distribution"].max(), rows["center"].max())) + 1
+    out = [[None] * size for _ in range(size)]
+    for _, r in rows.iterrows():
+        out[int(r["distribution"])][int(r["center"])] = cell_key(r)
+    return out
+
+
+def mean_std(rows: pd.DataFrame, key=("method", "dataset")) -> Dict[Tuple, PaperValue]:
+    """{(method, dataset): PaperValue(mean, std, cell)}, in the CSV's order."""
+    return {tuple(r[k] for k in key): PaperValue(number(r["mean"]), number(r["std"]), cell_key(r))
+            for _, r in rows.iterrows()}
 
 
 def by_setting(rows: pd.DataFrame, convert=str) -> Dict[object, pd.DataFrame]:

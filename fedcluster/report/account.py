@@ -1,0 +1,400 @@
+"""The per-cell account of the papers: every number they print, and what became of it here.
+
+A cell is one printed number (a row of tables/paper_numbers.csv: method x setting x data set x
+metric, or a center on a distribution). Its data are on these machines or not (`data_here` in
+docs/cells.yaml); our number for it is the one the paper tables (tables/) put beside it when they are
+built over the archived runs the registry names (`runs`), exactly as `fedcluster-report` builds them;
+and its verdict is the report's (results/cells.Verdict): within the paper's mean ± 2 std, or, where the
+paper prints no std, whether our mean ± 2 std over seeds contains the paper's value (its own category,
+never counted as "within"). A printed dash ("never reached") agrees with runs none of whose seeds
+reached it.
+
+A cell outside counts as explained only by a measurement: a registry cause whose `measured` names an
+archived run folder (an ablation set to what the authors' code does, or a replay of their artefact)
+over which the same table puts the cell inside the band, or a results page and a quote on it that
+shows the measurement. A cause that is `argued` (read in code, reasoned) is printed beside the cell,
+which stays unexplained. Nothing here is typed: every count is recomputed from the files.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import yaml
+
+from .. import tables
+from ..results.cells import Reported, Stat, Verdict
+from ..results.defaults import options_text
+from ..results.runs import discover
+from ..tables.common import paired_columns
+from ..tables.paper_numbers import KEY_COLUMNS, CellKey, printed
+from .sections import sections_for
+
+REGISTRY = Path("docs") / "cells.yaml"
+PAGE = Path("docs") / "cells.md"
+FIELDS = ("data_here", "runs", "causes")
+CAUSE_FIELDS = ("cells", "measured", "quote", "argued")
+
+# The categories, in the order the page counts them (each cell is in exactly one).
+NOT_RUNNABLE = "data not here"
+NOT_RUN = "runnable, not run"
+NOT_COMPARED = "run, not compared"
+WITHIN = "within"
+NO_STD = "no std printed: ours ± 2 std contains the paper's value"
+MEASURED = "outside, measured cause"
+UNEXPLAINED = "outside, unexplained"
+CATEGORIES = (WITHIN, NO_STD, MEASURED, UNEXPLAINED, NOT_COMPARED, NOT_RUN, NOT_RUNNABLE)
+
+
+class AccountError(Exception):
+    """The registry or a run folder it names is unusable (one line, naming the entry)."""
+
+
+@dataclass(frozen=True)
+class Ours:
+    """Our number for one printed cell, the paper's beside it, and where it was built from."""
+    stat: Stat
+    paper: Reported
+    folder: str
+
+    @property
+    def within(self) -> Optional[bool]:
+        """True/False: inside/outside the band; None: no verdict (no value, or one seed and no printed std)."""
+        if not math.isfinite(self.paper.mean):   # a printed dash: never reached
+            if self.stat.n:
+                return False
+            return True if self.stat.note == "never" else None
+        verdict = Verdict.of(self.stat, self.paper)
+        return None if verdict is None else verdict.within
+
+    @property
+    def ran(self) -> bool:
+        return self.stat.n > 0 or self.stat.note == "never"
+
+    def text(self) -> str:
+        verdict = Verdict.of(self.stat, self.paper) if math.isfinite(self.paper.mean) else None
+        diff = f" ({verdict.text()})" if verdict is not None else ""
+        return f"ours {self.stat.text()} vs paper {self.paper.text()}{diff}"
+
+
+def _entry(item) -> tuple:
+    """A registry `runs` item as (folders, settings, where): a folder, or {paths: [...], settings: {method:
+    options}, where: {method: {dotted key: value}}}. A run is kept only if its settings away from its
+    method's defaults (results.defaults.options_text) are the ones `settings` gives for its method ('*':
+    every other method; '' its default configuration), and its config has the values `where` gives for
+    its method. Hashable, for the cache."""
+    if isinstance(item, str):
+        return (item,), (), ()
+    if "csv" in item:
+        where = tuple(sorted((str(m), tuple(sorted((str(k), str(v)) for k, v in keys.items())))
+                             for m, keys in (item.get("where") or {}).items()))
+        return (tuple(item["csv"]), tuple(sorted((str(k), str(v or "")) for k, v in (item.get("settings") or {}).items())),
+                where, str(item["dataset"]))
+    where = tuple(sorted((str(m), tuple(sorted((str(k), str(v)) for k, v in keys.items())))
+                         for m, keys in (item.get("where") or {}).items()))
+    return (tuple(item["paths"]), tuple(sorted((str(k), str(v or "")) for k, v in (item.get("settings") or {}).items())),
+            where)
+
+
+# Per-run CSVs (scripts/per_run_csv.py's rows, the Fed-CAM cells page's source where the runs themselves were
+# not archived): which column holds each metric, as the cells page compares them (the paper's accuracy is
+# Fed-CAM's micro accuracy, pooled over the clients' test samples).
+CSV_METRICS = {"accuracy": "micro_acc", "macro_f1": "macro_f1"}
+K_FREE = ("fedavg", "fedprox")   # one printed row per setting (K = 1 in paper_numbers.csv)
+
+
+def _csv_harvest(entry: tuple, root: Path) -> Dict[CellKey, Ours]:
+    """{cell: our number} from per-run CSV rows: a row's cell is (table, partition, K, method) of
+    `dataset`, kept by the same settings/where filter as runs (on the CSV's options and columns);
+    where one seed has a GPU and a CPU row the GPU one counts (the cells page's rule)."""
+    files, settings, where, dataset = entry[0], dict(entry[1]), dict(entry[2]), entry[3]
+    import csv
+    groups: Dict[tuple, Dict[str, dict]] = {}
+    for name in files:
+        path = root / name
+        if not path.is_file():
+            raise AccountError(f"per-run CSV {name} does not exist")
+        with path.open(newline="") as f:
+            for r in csv.DictReader(f):
+                method, options = r["method"], r["options"] or ""
+                if settings and options != settings.get(method, settings.get("*", "")):
+                    continue
+                if not all(str(r.get(k)) == v for k, v in where.get(method, where.get("*", ()))):
+                    continue
+                k = 1 if method in K_FREE else int(r["K"])
+                seeds = groups.setdefault((r["table"], r["partition"], k, method), {})
+                twin = seeds.get(r["seed"])
+                if twin is None or ("cuda" in str(r.get("device")) and "cuda" not in str(twin.get("device"))):
+                    seeds[r["seed"]] = r
+    label = " + ".join(files) + (f" ({', '.join(f'{m}: {o or chr(39) * 2}' for m, o in settings.items())})"
+                                 if settings else "")
+    out = {}
+    printed_rows = printed()
+    for (table, partition, k, method), seeds in groups.items():
+        for metric, column in CSV_METRICS.items():
+            hit = printed_rows[(printed_rows["table"] == table) & (printed_rows["setting"] == partition)
+                               & (printed_rows["method"] == method) & (printed_rows["dataset"] == dataset)
+                               & (printed_rows["metric"] == metric)]
+            hit = hit[[c.k == k for c in hit["cell"]]]
+            if hit.empty:
+                continue
+            row = hit.iloc[0]
+            paper = Reported(float(row["mean"]), None if row["std"] != row["std"] else float(row["std"]), 2, row["cell"])
+            stat = Stat.of((float(r[column]) for r in seeds.values() if r[column] not in ("", None)), style="pct")
+            if stat.n:
+                out[row["cell"]] = Ours(stat, paper, label)
+    return out
+
+
+def _label(entry: tuple) -> str:
+    folders, settings, where = entry
+    shown = ", ".join(f"{k}: {v or 'defaults'}" for k, v in settings)
+    shown += "".join(f"; {m} with " + ", ".join(f"{k}={v}" for k, v in keys) for m, keys in where)
+    return " + ".join(folders) + (f" ({shown})" if shown else "")
+
+
+def _kept(run, settings: dict, where: dict) -> bool:
+    method = str(run.summary.get("algorithm"))
+    if settings and options_text(run) != settings.get(method, settings.get("*", "")):
+        return False
+    return all(str(run.value(k)) == v for k, v in where.get(method, where.get("*", ())))
+
+
+def _any_machine(run):
+    """The run with its hardware settings left out of its config: a seed run on a CPU and one on a GPU are
+    seeds of one cell here (the cells page's rule; their spread is what the machines give)."""
+    return replace(run, flat={k: v for k, v in run.flat.items() if not k.startswith("hardware.")})
+
+
+def harvest(item, root: Path = Path(".")) -> Dict[CellKey, Ours]:
+    """{cell: our number} from the paper tables built over the runs of one registry item (a folder, or
+    folders with a settings filter), as fedcluster-report builds them. A cell two rows of those tables
+    both fill is an error: the item mixes two settings of one cell."""
+    entry = item if isinstance(item, tuple) else _entry(item)
+    if len(entry) == 4:
+        return _csv_harvest(entry, root)
+    folders, settings, where = entry
+    runs = []
+    for folder in folders:
+        if not (root / folder).is_dir():
+            raise AccountError(f"run folder {folder} does not exist")
+        runs += [_any_machine(r) for r in discover(root / folder).runs if _kept(r, dict(settings), dict(where))]
+    label = _label(entry)
+    out: Dict[CellKey, Ours] = {}
+    for section in sections_for(runs):
+        if section.name not in tables.TABLES:
+            continue
+        for _, table in section.parts:
+            for paper_col, our_col in paired_columns(table):
+                for paper, ours in zip(table.frame[paper_col], table.frame[our_col]):
+                    if not (isinstance(paper, Reported) and paper.cell is not None and isinstance(ours, Stat)):
+                        continue
+                    found = Ours(ours, paper, label)
+                    if not found.ran:
+                        continue
+                    if paper.cell in out:
+                        raise AccountError(f"{label}: two rows give cell {_name(paper.cell)}; the runs mix two "
+                                           "settings of it: keep one with a settings filter or its own folder")
+                    out[paper.cell] = found
+    return out
+
+
+@lru_cache(maxsize=None)
+def _harvest_cached(item: tuple, root: str) -> Dict[CellKey, Ours]:
+    return harvest(item, Path(root))
+
+
+def _name(cell: CellKey) -> str:
+    return " ".join(f"{k}={v}" for k, v in zip(KEY_COLUMNS, cell) if v is not None)
+
+
+def _matches(selector: dict, cell: CellKey) -> bool:
+    for key, want in selector.items():
+        have = getattr(cell, key)
+        wanted = want if isinstance(want, list) else [want]
+        if have not in wanted and str(have) not in [str(w) for w in wanted]:
+            return False
+    return True
+
+
+def load(registry: Path = REGISTRY, root: Path = Path(".")) -> dict:
+    """The registry, checked: known fields, run folders that exist, causes that name cells by
+    paper_numbers.csv's key columns and say `measured` (a run folder, or a page with a quote on it)
+    or `argued`."""
+    try:
+        reg = yaml.safe_load(registry.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise AccountError(f"{registry}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    if not isinstance(reg, dict):
+        raise AccountError(f"{registry}: expected a mapping with {list(FIELDS)}")
+    unknown = sorted(set(reg) - set(FIELDS))
+    if unknown:
+        raise AccountError(f"{registry}: unknown field(s) {unknown}; allowed: {list(FIELDS)}")
+    for item in reg.get("runs") or []:
+        runs_item = isinstance(item, dict) and set(item) <= {"paths", "settings", "where"} and isinstance(item.get("paths"), list)
+        csv_item = isinstance(item, dict) and set(item) <= {"csv", "settings", "where", "dataset"} \
+            and isinstance(item.get("csv"), list) and item.get("dataset")
+        if not (isinstance(item, str) or runs_item or csv_item):
+            raise AccountError(f"{registry}: runs item {item!r} is none of: a folder, {{paths: [...], settings, where}}, "
+                               "{csv: [...], dataset, settings, where}")
+        for name in _entry(item)[0]:
+            if not ((root / name).is_file() if csv_item else (root / name).is_dir()):
+                raise AccountError(f"{registry}: {'per-run CSV' if csv_item else 'run folder'} {name} does not exist")
+    for i, cause in enumerate(reg.get("causes") or []):
+        name = f"{registry}: cause {i + 1}"
+        bad = sorted(set(cause) - set(CAUSE_FIELDS))
+        if bad:
+            raise AccountError(f"{name}: unknown field(s) {bad}; allowed: {list(CAUSE_FIELDS)}")
+        if not isinstance(cause.get("cells"), dict) or not set(cause["cells"]) <= set(KEY_COLUMNS):
+            raise AccountError(f"{name}: cells must map key columns {list(KEY_COLUMNS)} to values")
+        if bool(cause.get("measured")) == bool(cause.get("argued")):
+            raise AccountError(f"{name}: give exactly one of measured (a run folder or a results page) or argued")
+        measured = cause.get("measured")
+        if measured:
+            path = root / measured
+            if path.is_file():
+                if not cause.get("quote") or cause["quote"] not in path.read_text():
+                    raise AccountError(f"{name}: measured page {measured} needs a quote found on it")
+            elif not path.is_dir():
+                raise AccountError(f"{name}: measured {measured} is neither a run folder nor a results page")
+    return reg
+
+
+@dataclass
+class Entry:
+    """One printed cell, its category, our number and the cause beside it."""
+    cell: CellKey
+    printed_in: str
+    category: str
+    ours: Optional[Ours] = None
+    cause: str = ""
+
+
+def _cause(reg: dict, cell: CellKey, root: Path) -> Tuple[bool, str]:
+    """(measured, what the registry says) for a cell outside its band."""
+    said = []
+    for cause in reg.get("causes") or []:
+        if not _matches(cause["cells"], cell):
+            continue
+        if cause.get("argued"):
+            said.append(f"argued, not measured: {cause['argued']}")
+            continue
+        measured = cause["measured"]
+        if (root / measured).is_file():
+            return True, f"measured: [{measured}]({measured}): '{cause['quote']}'"
+        there = _harvest_cached(_entry(measured), root.as_posix()).get(cell)
+        if there is not None and there.within:
+            return True, f"measured: {measured} ({there.text()})"
+        said.append(f"the ablation {measured} leaves it outside" +
+                    (f" ({there.text()})" if there is not None else " (it does not hold the cell)"))
+    return False, "; ".join(said)
+
+
+def account(reg: dict, root: Path = Path(".")) -> List[Entry]:
+    """Every printed cell with its category (first listed run folder wins a cell two folders hold)."""
+    ours: Dict[CellKey, Ours] = {}
+    for item in reg.get("runs") or []:
+        for cell, found in _harvest_cached(_entry(item), root.as_posix()).items():
+            ours.setdefault(cell, found)
+    here = set(reg.get("data_here") or [])
+    entries = []
+    for _, row in printed().iterrows():
+        cell = row["cell"]
+        entry = Entry(cell, row["printed_in"], NOT_RUNNABLE)
+        if cell.dataset in here:
+            found = ours.get(cell)
+            entry.ours = found
+            within = found.within if found is not None else None
+            if found is None:
+                entry.category = NOT_RUN
+            elif within is None:
+                entry.category = NOT_COMPARED
+            elif within:
+                entry.category = NO_STD if found.paper.std is None and math.isfinite(found.paper.mean) else WITHIN
+            else:
+                measured, entry.cause = _cause(reg, cell, root)
+                entry.category = MEASURED if measured else UNEXPLAINED
+        entries.append(entry)
+    return entries
+
+
+def counts(entries: List[Entry]) -> Dict[str, int]:
+    c = Counter(e.category for e in entries)
+    runnable = len(entries) - c[NOT_RUNNABLE]
+    run = runnable - c[NOT_RUN]
+    return {"printed": len(entries), "runnable": runnable, "run": run, "compared": run - c[NOT_COMPARED],
+            **{k: c[k] for k in CATEGORIES}}
+
+
+def cells_line(entries: List[Entry]) -> str:
+    """The page's first line: every count recomputed from the files."""
+    n = counts(entries)
+    return (f"Cells: {n['printed']} printed, {n['runnable']} runnable here, {n['run']} run, {n['compared']} compared, "
+            f"{n[WITHIN]} within, {n[NO_STD]} with no std printed (ours ± 2 std contains the paper's value), "
+            f"{n[MEASURED]} outside with a measured cause, {n[UNEXPLAINED]} outside unexplained, "
+            f"{n[NOT_COMPARED]} run but not compared, {n[NOT_RUN]} runnable but not run.")
+
+
+RULES = ("Within: our mean inside the paper's mean ± 2 std (a printed '± 0': ours rounds to the printed value; a "
+         "printed dash, never reached: none of our seeds reached it). Where the paper prints no std, our mean ± 2 sample "
+         "std over seeds must contain the paper's value, counted apart, never as within; one seed and no printed std "
+         "is no verdict (run, not compared). A cause counts as measured only where an archived ablation or replay puts "
+         "the cell inside its band, or a results page shows the measurement; a cause read in code stays unexplained, "
+         "its argument beside it.")
+
+COLUMNS = ("printed", "runnable", "run", "compared", WITHIN, NO_STD, MEASURED, UNEXPLAINED, NOT_COMPARED, NOT_RUN)
+HEADS = ("printed", "runnable here", "run", "compared", "within", "no std printed, ours contains it",
+         "outside, measured cause", "outside, unexplained", "run, not compared", "runnable, not run")
+
+
+def _paper_of(printed_in: str) -> str:
+    return printed_in.rsplit(" Table ", 1)[0]
+
+
+def count_table(entries: List[Entry]) -> List[str]:
+    """Markdown rows: per paper, then per table (in the CSV's order)."""
+    head = ["| | " + " | ".join(HEADS) + " |", "|---|" + "---|" * len(HEADS)]
+    groups: Dict[str, List[Entry]] = {}
+    for e in entries:
+        groups.setdefault(_paper_of(e.printed_in), []).append(e)
+    rows = []
+    for paper, mine in groups.items():
+        n = counts(mine)
+        rows.append(f"| **{paper}** | " + " | ".join(f"**{n[c]}**" for c in COLUMNS) + " |")
+        by_table: Dict[str, List[Entry]] = {}
+        for e in mine:
+            by_table.setdefault(e.printed_in, []).append(e)
+        for name, group in sorted(by_table.items(), key=lambda kv: int(kv[0].rsplit(" ", 1)[1])):
+            n = counts(group)
+            rows.append(f"| {name} | " + " | ".join(str(n[c]) for c in COLUMNS) + " |")
+    n = counts(entries)
+    rows.append("| **all** | " + " | ".join(f"**{n[c]}**" for c in COLUMNS) + " |")
+    return head + rows
+
+
+def cell_list(entries: List[Entry]) -> List[str]:
+    """Markdown: every runnable cell outside its band or not compared, with our number and the cause."""
+    out = []
+    for category in (MEASURED, UNEXPLAINED, NOT_COMPARED, NOT_RUN):
+        mine = [e for e in entries if e.category == category]
+        if not mine:
+            continue
+        out += [f"## {category} ({len(mine)})", "", "| table | cell | ours vs paper | cause |", "|---|---|---|---|"]
+        for e in mine:
+            text = e.ours.text() if e.ours else "–"
+            where = f" ({e.ours.folder})" if e.ours else ""
+            out.append(f"| {e.printed_in} | {_name(e.cell)} | {text}{where} | {e.cause or '–'} |".replace("\n", " "))
+        out.append("")
+    return out
+
+
+def render(entries: List[Entry]) -> str:
+    """docs/cells.md: the line, the counts, and every runnable cell not within its band."""
+    return "\n".join(["# The papers cell by cell", "",
+                      "<!-- Generated by `fedcluster-report reproductions` from fedcluster/tables/paper_numbers.csv, "
+                      "docs/cells.yaml and the archived runs it names; do not edit by hand. -->", "",
+                      cells_line(entries), "", RULES, ""] + count_table(entries) + [""] + cell_list(entries))
