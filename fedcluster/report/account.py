@@ -11,7 +11,7 @@ reached it.
 
 A cell outside counts as explained only by a measurement: a registry cause whose `measured` names an
 archived run folder (an ablation set to what the authors' code does, or a replay of their artefact)
-over which the same table puts the cell inside the band, or a results page and a quote on it that
+over which the same table puts the cell inside the band at 3 seeds or more (results.compare.MIN_SEEDS), or a results page and a quote on it that
 shows the measurement. A cause that is `argued` (read in code, reasoned) is printed beside the cell,
 which stays unexplained. Nothing here is typed: every count is recomputed from the files.
 """
@@ -28,6 +28,7 @@ import yaml
 
 from .. import tables
 from ..results.cells import Reported, Stat, Verdict
+from ..results.compare import MIN_SEEDS
 from ..results.defaults import options_text
 from ..results.runs import discover
 from ..tables.common import paired_columns
@@ -38,6 +39,7 @@ REGISTRY = Path("docs") / "cells.yaml"
 PAGE = Path("docs") / "cells.md"
 FIELDS = ("data_here", "runs", "causes")
 CAUSE_FIELDS = ("cells", "measured", "quote", "argued")
+RUN_ITEM = {"paths", "settings", "where", "ignore"}
 
 # The categories, in the order the page counts them (each cell is in exactly one).
 NOT_RUNNABLE = "data not here"
@@ -88,7 +90,7 @@ def _entry(item) -> tuple:
     every other method; '' its default configuration), and its config has the values `where` gives for
     its method. Hashable, for the cache."""
     if isinstance(item, str):
-        return (item,), (), ()
+        return (item,), (), (), ()
     if "csv" in item:
         where = tuple(sorted((str(m), tuple(sorted((str(k), str(v)) for k, v in keys.items())))
                              for m, keys in (item.get("where") or {}).items()))
@@ -97,7 +99,7 @@ def _entry(item) -> tuple:
     where = tuple(sorted((str(m), tuple(sorted((str(k), str(v)) for k, v in keys.items())))
                          for m, keys in (item.get("where") or {}).items()))
     return (tuple(item["paths"]), tuple(sorted((str(k), str(v or "")) for k, v in (item.get("settings") or {}).items())),
-            where)
+            where, tuple(sorted(item.get("ignore") or ())))
 
 
 # Per-run CSVs (scripts/per_run_csv.py's rows, the Fed-CAM cells page's source where the runs themselves were
@@ -151,7 +153,7 @@ def _csv_harvest(entry: tuple, root: Path) -> Dict[CellKey, Ours]:
 
 
 def _label(entry: tuple) -> str:
-    folders, settings, where = entry
+    folders, settings, where = entry[:3]
     shown = ", ".join(f"{k}: {v or 'defaults'}" for k, v in settings)
     shown += "".join(f"; {m} with " + ", ".join(f"{k}={v}" for k, v in keys) for m, keys in where)
     return " + ".join(folders) + (f" ({shown})" if shown else "")
@@ -164,10 +166,11 @@ def _kept(run, settings: dict, where: dict) -> bool:
     return all(str(run.value(k)) == v for k, v in where.get(method, where.get("*", ())))
 
 
-def _any_machine(run):
-    """The run with its hardware settings left out of its config: a seed run on a CPU and one on a GPU are
-    seeds of one cell here (the cells page's rule; their spread is what the machines give)."""
-    return replace(run, flat={k: v for k, v in run.flat.items() if not k.startswith("hardware.")})
+def _any_machine(run, ignore=()):
+    """The run with its hardware settings (and the registry item's `ignore` keys: ones it says are the same
+    for every run, e.g. a key older runs did not record) left out of its config: a seed run on a CPU and one
+    on a GPU are seeds of one cell here (the cells page's rule; their spread is what the machines give)."""
+    return replace(run, flat={k: v for k, v in run.flat.items() if not k.startswith("hardware.") and k not in ignore})
 
 
 def harvest(item, root: Path = Path(".")) -> Dict[CellKey, Ours]:
@@ -175,14 +178,14 @@ def harvest(item, root: Path = Path(".")) -> Dict[CellKey, Ours]:
     folders with a settings filter), as fedcluster-report builds them. A cell two rows of those tables
     both fill is an error: the item mixes two settings of one cell."""
     entry = item if isinstance(item, tuple) else _entry(item)
-    if len(entry) == 4:
+    if isinstance(entry[3], str):
         return _csv_harvest(entry, root)
-    folders, settings, where = entry
+    folders, settings, where, ignore = entry
     runs = []
     for folder in folders:
         if not (root / folder).is_dir():
             raise AccountError(f"run folder {folder} does not exist")
-        runs += [_any_machine(r) for r in discover(root / folder).runs if _kept(r, dict(settings), dict(where))]
+        runs += [_any_machine(r, ignore) for r in discover(root / folder).runs if _kept(r, dict(settings), dict(where))]
     label = _label(entry)
     out: Dict[CellKey, Ours] = {}
     for section in sections_for(runs):
@@ -235,7 +238,7 @@ def load(registry: Path = REGISTRY, root: Path = Path(".")) -> dict:
     if unknown:
         raise AccountError(f"{registry}: unknown field(s) {unknown}; allowed: {list(FIELDS)}")
     for item in reg.get("runs") or []:
-        runs_item = isinstance(item, dict) and set(item) <= {"paths", "settings", "where"} and isinstance(item.get("paths"), list)
+        runs_item = isinstance(item, dict) and set(item) <= RUN_ITEM and isinstance(item.get("paths"), list)
         csv_item = isinstance(item, dict) and set(item) <= {"csv", "settings", "where", "dataset"} \
             and isinstance(item.get("csv"), list) and item.get("dataset")
         if not (isinstance(item, str) or runs_item or csv_item):
@@ -254,7 +257,14 @@ def load(registry: Path = REGISTRY, root: Path = Path(".")) -> dict:
         if bool(cause.get("measured")) == bool(cause.get("argued")):
             raise AccountError(f"{name}: give exactly one of measured (a run folder or a results page) or argued")
         measured = cause.get("measured")
-        if measured:
+        if isinstance(measured, dict):
+            if not (set(measured) <= RUN_ITEM and isinstance(measured.get("paths"), list)):
+                raise AccountError(f"{name}: measured {measured!r} is neither a path nor {{paths: [...], settings, where, "
+                                   "ignore}}")
+            for folder in measured["paths"]:
+                if not (root / folder).is_dir():
+                    raise AccountError(f"{name}: measured run folder {folder} does not exist")
+        elif measured:
             path = root / measured
             if path.is_file():
                 if not cause.get("quote") or cause["quote"] not in path.read_text():
@@ -284,12 +294,16 @@ def _cause(reg: dict, cell: CellKey, root: Path) -> Tuple[bool, str]:
             said.append(f"argued, not measured: {cause['argued']}")
             continue
         measured = cause["measured"]
-        if (root / measured).is_file():
+        if isinstance(measured, str) and (root / measured).is_file():
             return True, f"measured: [{measured}]({measured}): '{cause['quote']}'"
         there = _harvest_cached(_entry(measured), root.as_posix()).get(cell)
+        if there is not None and there.within and there.stat.n >= MIN_SEEDS:
+            return True, f"measured: {_label(_entry(measured))} ({there.text()})"
         if there is not None and there.within:
-            return True, f"measured: {measured} ({there.text()})"
-        said.append(f"the ablation {measured} leaves it outside" +
+            said.append(f"the ablation {_label(_entry(measured))} puts it inside with {there.stat.n} seed(s), too few to count "
+                        f"({MIN_SEEDS} needed; {there.text()})")
+            continue
+        said.append(f"the ablation {_label(_entry(measured))} leaves it outside" +
                     (f" ({there.text()})" if there is not None else " (it does not hold the cell)"))
     return False, "; ".join(said)
 
