@@ -282,6 +282,61 @@ class Entry:
     category: str
     ours: Optional[Ours] = None
     cause: str = ""
+    edge: bool = False   # its verdict is closer to the band's edge than the machines' measured spread
+
+
+def _twins_csv(entry: tuple, root: Path) -> List[Tuple[str, float, str]]:
+    """(metric, |difference|, which) for every seed a per-run CSV holds on two kinds of device."""
+    import csv
+    rows: Dict[tuple, Dict[str, dict]] = {}
+    for name in entry[0]:
+        with (root / name).open(newline="") as f:
+            for r in csv.DictReader(f):
+                kind = "cuda" if "cuda" in str(r.get("device")) else "cpu"
+                rows.setdefault((r["table"], r["partition"], r["K"], r["method"], r["options"], r["seed"]), {})[kind] = r
+    out = []
+    for key, by_kind in rows.items():
+        if len(by_kind) == 2:
+            for metric, column in CSV_METRICS.items():
+                a, b = (by_kind[k][column] for k in ("cuda", "cpu"))
+                if a not in ("", None) and b not in ("", None):
+                    out.append((metric, abs(float(a) - float(b)), " ".join(map(str, key)) + ": GPU vs CPU"))
+    return out
+
+
+def _twins_runs(entry: tuple, root: Path) -> List[Tuple[str, float, str]]:
+    """(metric, |difference| in percent, which) for every config and seed two machines ran (summary.json's
+    `machine` or device differ; hardware settings aside)."""
+    seen: Dict[tuple, object] = {}
+    out = []
+    for folder in entry[0]:
+        for run in discover(root / folder).runs:
+            bare = _any_machine(run)
+            key = (tuple(sorted((k, repr(v)) for k, v in bare.flat.items())), repr(run.seed))
+            where = str(run.summary.get("machine") or run.summary.get("device"))
+            other = seen.get(key)
+            if other is None:
+                seen[key] = run
+                continue
+            if str(other.summary.get("machine") or other.summary.get("device")) != where:
+                a, b = ((r.summary.get("local") or {}).get("local_test_accuracy") for r in (other, run))
+                if a is not None and b is not None:
+                    out.append(("accuracy", 100 * abs(a - b), f"{run.path.name}: two machines"))
+    return out
+
+
+def machine_spread(reg: dict, root: Path = Path(".")) -> Dict[str, Tuple[float, int]]:
+    """{metric: (largest difference, pairs)} between two machines' runs of one config and seed, over every
+    item the registry names: what a verdict cannot be judged by a smaller margin than."""
+    pairs = []
+    for item in reg.get("runs") or []:
+        entry = _entry(item)
+        pairs += _twins_csv(entry, root) if isinstance(entry[3], str) else _twins_runs(entry, root)
+    out: Dict[str, Tuple[float, int]] = {}
+    for (metric, _), diff in {(metric, which): diff for metric, diff, which in pairs}.items():   # one pair once
+        best, n = out.get(metric, (0.0, 0))
+        out[metric] = (max(best, diff), n + 1)
+    return out
 
 
 def _cause(reg: dict, cell: CellKey, root: Path) -> Tuple[bool, str]:
@@ -315,6 +370,7 @@ def account(reg: dict, root: Path = Path(".")) -> List[Entry]:
         for cell, found in _harvest_cached(_entry(item), root.as_posix()).items():
             ours.setdefault(cell, found)
     here = set(reg.get("data_here") or [])
+    spread = machine_spread(reg, root)
     entries = []
     for _, row in printed().iterrows():
         cell = row["cell"]
@@ -332,6 +388,10 @@ def account(reg: dict, root: Path = Path(".")) -> List[Entry]:
             else:
                 measured, entry.cause = _cause(reg, cell, root)
                 entry.category = MEASURED if measured else UNEXPLAINED
+            paper = found.paper if found is not None else None
+            if within is not None and paper is not None and paper.std and cell.metric in spread:
+                margin = abs(abs(found.stat.mean - paper.mean) - 2 * paper.std)
+                entry.edge = margin < spread[cell.metric][0]
         entries.append(entry)
     return entries
 
@@ -401,14 +461,30 @@ def cell_list(entries: List[Entry]) -> List[str]:
         for e in mine:
             text = e.ours.text() if e.ours else "–"
             where = f" ({e.ours.folder})" if e.ours else ""
-            out.append(f"| {e.printed_in} | {_name(e.cell)} | {text}{where} | {e.cause or '–'} |".replace("\n", " "))
+            mark = " (edge)" if e.edge else ""
+            out.append(f"| {e.printed_in} | {_name(e.cell)} | {text}{mark}{where} | {e.cause or '–'} |".replace("\n", " "))
         out.append("")
     return out
 
 
-def render(entries: List[Entry]) -> str:
-    """docs/cells.md: the line, the counts, and every runnable cell not within its band."""
+def spread_line(spread: Dict[str, Tuple[float, int]], entries: List[Entry]) -> str:
+    """What the machines' spread says about the verdicts (computed, never typed)."""
+    if not spread:
+        return "Machines: no archived config and seed ran on two machines, so no cross-machine spread is measured."
+    measured = "; ".join(f"{metric} {value:.2f} points over {n} pair(s)" for metric, (value, n) in sorted(spread.items()))
+    edge = [e for e in entries if e.edge]
+    return (f"Machines: the largest difference between two machines' runs of one config and seed is {measured} "
+            f"(runs record their CPU and GPU in summary.json, `machine` and `device`). {len(edge)} verdict(s) lie closer to their band's edge "
+            "than that: marked '(edge)' below, their verdict depends on the machine.")
+
+
+def render(entries: List[Entry], spread: Optional[Dict[str, Tuple[float, int]]] = None) -> str:
+    """docs/cells.md: the line, the counts, the machines' spread, and every runnable cell not within its band."""
+    edge = [e for e in entries if e.edge and e.category in (WITHIN, NO_STD)]
     return "\n".join(["# The papers cell by cell", "",
                       "<!-- Generated by `fedcluster-report reproductions` from fedcluster/tables/paper_numbers.csv, "
                       "docs/cells.yaml and the archived runs it names; do not edit by hand. -->", "",
-                      cells_line(entries), "", RULES, ""] + count_table(entries) + [""] + cell_list(entries))
+                      cells_line(entries), "", RULES, ""] + count_table(entries) + ["", spread_line(spread or {}, entries), ""]
+                     + ([f"Within, but at the edge: " + "; ".join(f"{e.printed_in} {_name(e.cell)} ({e.ours.text()})"
+                                                                 for e in edge), ""] if edge else [])
+                     + cell_list(entries))

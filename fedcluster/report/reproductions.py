@@ -156,7 +156,9 @@ def main(argv=None) -> int:
         entries = load()
         cells = account.account(account.load()) if account.REGISTRY.is_file() else None
         text = render(entries, cells)
-        pages = {PAGE: text, **({account.PAGE: account.render(cells)} if cells is not None else {})}
+        pages = {PAGE: text}
+        if cells is not None:
+            pages[account.PAGE] = account.render(cells, account.machine_spread(account.load()))
     except (RegistryError, account.AccountError) as e:
         print(f"{COMMAND}: {e}", file=sys.stderr)
         return 2
