@@ -75,8 +75,10 @@ def test_the_verdict_rules():
     assert _ours([80.0, 81.0, 84.0], 80.5, 0.5).within is False
     assert _ours([1.0, 1.0, 1.0], 1.0, 0.0, digits=1).within is True     # a printed "± 0": ours rounds to it
     assert _ours([1.0, 1.0, 2.0], 1.0, 0.0, digits=1).within is False
-    assert _ours([], float("nan"), None, note="never").within is True    # a printed dash: none of ours reached it
-    assert _ours([3.0], float("nan"), None, note="2 never").within is False
+    assert _ours([], float("nan"), None, note="never").within is True    # a printed dash: a seed of ours never reached it
+    assert _ours([3.0], float("nan"), None, note="2 never").within is True
+    assert _ours([3.0, 2.0, 2.0], float("nan"), None).within is False    # every seed reached it
+    assert _ours([2.0, 2.0], 2.0, 0.0, note="1 never").within is False   # the notebook's mean would be NaN: a dash
     assert _ours([70.0], 71.0, None).within is None                      # one seed, no printed std: no verdict
     assert _ours([70.0, 72.0, 74.0], 71.0, None).within is True          # our mean ± 2 of our std contains it
 
