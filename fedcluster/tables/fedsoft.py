@@ -305,8 +305,9 @@ TABLES: Dict[str, Spec] = {
         "the paper's centers are relabelled by their own MSE",
         table_fedsoft_table1, ("partition.name",), FEDSOFT_SYNTHETIC_PROTOCOL, FEDSOFT_TABLE1_RUNS),
     "fedsoft_table3_synthetic": Spec(
-        "FedSoft Table 3 (8 synthetic distributions, random partition): test MSE of the center paired with each "
-        "distribution vs the best other center. Paper: best and worst center per row", table_fedsoft_table3, (),
+        "FedSoft Table 3 (8 synthetic distributions, random partition): test MSE of each of the 8 centers on each "
+        "distribution (centers paired without test data) beside the paper's 64 cells; then the paper's own pairing "
+        "(by test MSE) and the paired center vs the best other one", table_fedsoft_table3, (),
         FEDSOFT_SYNTHETIC_PROTOCOL, FEDSOFT_TABLE3_RUNS),
     "fedsoft_table6_sigma0": Spec(
         "FedSoft Table 6 (sigma0 study, random partition): test MSE of paired centers, and local models on "
