@@ -193,3 +193,20 @@ def test_allocator_tunables_are_taken_once_on_glibc():
     assert keep_freed_memory() is first
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert first is True
+
+
+def test_a_new_model_never_reads_a_gone_models_activation_size():
+    """The size cache is held per model object, weakly: a model created where a collected one lived (the same
+    id()) measures its own activations (keyed by id(), a suite order once gave the letters CNN LeNet's size)."""
+    import gc
+    x = torch.zeros(10, 1, 28, 28)
+    for _ in range(20):
+        lenet = LeNetCNN((1, 28, 28), 10)
+        assert ev.chunk_size(lenet, x) == ev.CHUNK_BUDGET["cpu"] // (6 * 24 * 24 * 4)
+        gone = id(lenet)
+        del lenet
+        gc.collect()
+        letters = LettersCNN((1, 28, 28), 26)
+        assert ev.chunk_size(letters, x) == ev.CHUNK_BUDGET["cpu"] // (32 * 28 * 28 * 4), (id(letters) == gone)
+        del letters
+        gc.collect()

@@ -13,6 +13,7 @@ functions run the models on the real samples only (padding positions come back a
 partition with one large client costs no more than its real sample count."""
 import functools
 import math
+import weakref
 from typing import Callable, Optional
 
 import torch
@@ -30,7 +31,9 @@ from .workers import cpu_workers, own_module, parallel_map, split_evenly
 # large on GPU.
 CHUNK_BUDGET = {"cpu": 2 * 2 ** 20, "cuda": 512 * 2 ** 20}
 DECODE_BLOCK_BYTES = 16 * 2 ** 20   # inputs decoded at once from compact storage by map_shared (all models read them)
-_ACTIVATION_BYTES = {}
+# {model: {(input shape, dtype, device): bytes}}, held weakly: a model that is gone takes its sizes with it, so
+# a new model that reuses its id() never reads them (keying by id() did: a test order gave one CNN another's).
+_ACTIVATION_BYTES = weakref.WeakKeyDictionary()
 
 
 def in_eval_mode(fn):
@@ -50,8 +53,9 @@ def in_eval_mode(fn):
 def largest_activation_bytes(model, sample: torch.Tensor) -> int:
     """Bytes of the largest output of any layer of `model` for one sample (measured once per
     model and input shape with forward hooks)."""
-    key = (id(model), tuple(sample.shape), sample.dtype, sample.device.type)
-    if key not in _ACTIVATION_BYTES:
+    key = (tuple(sample.shape), sample.dtype, sample.device.type)
+    known = _ACTIVATION_BYTES.setdefault(model, {})
+    if key not in known:
         sizes = [sample.numel() * sample.element_size()]
         hooks = [m.register_forward_hook(lambda _m, _i, o: sizes.append(o.numel() * o.element_size())
                                          if torch.is_tensor(o) else None)
@@ -62,8 +66,8 @@ def largest_activation_bytes(model, sample: torch.Tensor) -> int:
         finally:
             for h in hooks:
                 h.remove()
-        _ACTIVATION_BYTES[key] = max(sizes)
-    return _ACTIVATION_BYTES[key]
+        known[key] = max(sizes)
+    return known[key]
 
 
 def paired_chunk(model, x: torch.Tensor) -> int:
