@@ -81,3 +81,16 @@ def test_cli_bad_value_is_one_line_error(tmp_path):
     errors = [l for l in proc.stderr.splitlines() if "error" in l]
     assert len(errors) == 1 and "selection_size=500" in errors[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_help_lists_every_method_with_what_it_is():
+    """`fedcluster --help` names every algorithm option on its own line, with its yaml's opening comment."""
+    from fedcluster.command.cli import help_text
+    from fedcluster.config.plugins import group_options
+    from fedcluster.config.conf_dir import config_dir
+    conf = config_dir()
+    text = help_text(conf)
+    methods = text.split("Methods (algorithm=...)", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    names = [line.split()[0] for line in methods]
+    assert names == list(group_options("algorithm", conf)) and len(names) >= 19
+    assert any(line.split(None, 1)[1].startswith("IFCA (Ghosh et al. 2020)") for line in methods if line.split()[0] == "ifca")

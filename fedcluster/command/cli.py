@@ -164,17 +164,34 @@ def run_job(cfg: DictConfig, hc, train_with=None):
 GROUPS = ("dataset", "partition", "model", "algorithm", "hardware")
 
 
+def _first_line(conf: Path, group: str, option: str, width: int = 100) -> str:
+    """What an option is, from its yaml's opening comment, cut at a word to `width`
+    characters ('' for an option that is no yaml under `conf`, a plugin's class, or opens with no comment)."""
+    path = conf / group / f"{option}.yaml"
+    words = []
+    for line in (path.read_text().splitlines() if path.is_file() else []):
+        if not line.startswith("#"):
+            break
+        words += line.lstrip("#").split()
+    text = " ".join(words)
+    if len(text) > width:
+        text = text[:width].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return text
+
+
 def help_text(conf: Path) -> str:
     """`fedcluster --help`: what it is, every group's options and the presets, read from `conf`
     (so a new yaml is listed), and example commands. Hydra's own help: --hydra-help."""
-    lines = ["fedcluster: runs clustered federated learning experiments (FedSoft, Fed-CAM, CLoVE, IFCA, FeSEM, CFL,",
-             "FedEM, FedAvg, FedProx, ensembles, local-only) from composable configs, and reproduces the papers' tables.",
+    lines = ["fedcluster: runs clustered federated learning experiments from composable configs (every method of",
+             "FedSoft, Fed-CAM and CLoVE and their baselines, listed below), and reproduces the papers' tables.",
              "", "Usage: fedcluster [group=option ...] [key=value ...]      one run",
              "       fedcluster -m key=a,b seed=0,1,2 ...              a sweep (one run per combination)",
              "", "Config groups (group=option):"]
     from ..config.plugins import group_options, load
     for group in GROUPS:
         lines.append(f"  {group:<10} {', '.join(group_options(group, conf))}")
+    lines += ["", "Methods (algorithm=...), each as its yaml's opening comment says:"]
+    lines += [f"  {name:<16} {_first_line(conf, 'algorithm', name)}" for name in group_options("algorithm", conf)]
     lines += ["", "Presets, each a paper table's sweep (+preset=...):"]
     lines += [f"  +preset={p}" for p in group_options("preset", conf)]
     plugins = load()
