@@ -12,8 +12,9 @@ from .lifecycle.record import METRICS_FILE, RunRecord, metrics_table
 from .lifecycle.summary import summarize
 
 
-def write_results(out: Path, cfg, fed, alg, record: RunRecord, engine: str, hw, wall: float, ids: dict,
-                  peak_mb=None) -> dict:
+def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
+    """A finished run's tables and summary.json (run: settled.SettledRun)."""
+    out, cfg, fed, alg, record, engine, hw = run.out, run.cfg, run.fed, run.alg, run.record, run.engine, run.hw
     import pandas as pd   # imported when used: a refused run never loads pandas
     frame = pd.DataFrame(record.metrics)
     write_csv(out / METRICS_FILE, metrics_table(record.metrics, ids))

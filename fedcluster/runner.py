@@ -38,6 +38,7 @@ from .lifecycle.rundir import claim, drop_set_aside, remove_stale_temp_files, re
 from .signals import deferred
 from .lifecycle.runlog import close_run_log, open_run_log
 from .lifecycle.summary import diverged_summary
+from .settled import Reporting, SettledRun
 from .config.validate import validate
 
 
@@ -92,8 +93,8 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
                                                           accepted_fingerprints(requested))   # verified first
     signals.check()   # the last safe point before anything is written or removed
     remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
-    args = (cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,
-            watch, record, chunk)
+    args = (SettledRun(cfg, out, requested, hw, fed, alg, trainer, engine, chunk, fingerprint, watch, record),
+            Reporting(progress, on_claimed, loggers, started))
     if not replace:
         summary = _write_run(*args)
         drop_set_aside(out)   # a replacement killed earlier and now resumed to its end: the old run goes
@@ -108,9 +109,11 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     return summary
 
 
-def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, fed, alg, trainer, engine, fingerprint,
-               watch, record, chunk) -> dict:
+def _write_run(run: SettledRun, reporting: Reporting) -> dict:
     """Train the rounds left and write the results (the directory is ours and every check has passed)."""
+    cfg, out, requested, record, fed, alg, hw = run.cfg, run.out, run.requested, run.record, run.fed, run.alg, run.hw
+    engine, chunk, fingerprint, watch = run.engine, run.chunk, run.fingerprint, run.watch
+    progress, on_claimed, loggers, started = reporting.progress, reporting.on_claimed, reporting.loggers, reporting.started
     if not (out / "config.yaml").exists():
         write_text(out / "config.yaml", yaml.safe_dump(requested, sort_keys=False))
     if on_claimed is not None:
@@ -123,7 +126,7 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
     log.info("%s: %s, rounds %d-%d of %d (engine %s, chunks of up to %d rows, %s)", out, cfg.algorithm.name,
              record.next_round + 1, cfg.rounds, cfg.rounds, engine, chunk, hw.describe())
     summary, logged = None, len(record.metrics)   # rows handed to the loggers so far
-    newcomers_train = newcomer_training(trainer, engine, cfg.seed, chunk)   # for a newcomer rule that trains
+    newcomers_train = newcomer_training(run.trainer, engine, cfg.seed, chunk)   # for a newcomer rule that trains
     try:
         for lg in loggers:
             lg.open(out, requested, ids, record.metrics, record.next_round)
@@ -137,7 +140,7 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             record.note_participation(t, plan, alg)
             tick = time.perf_counter()
             try:
-                train_round(t, plan, alg, trainer, fed, engine, cfg.seed, chunk, record, watch)
+                train_round(t, plan, run)
             except NonFiniteLossError as e:
                 write_diverged(out, cfg, fed, record, str(e), t, ids)
                 raise
@@ -170,8 +173,7 @@ def _write_run(cfg, out, requested, progress, on_claimed, loggers, started, hw, 
             bar = None
         peak = (round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)
                 if hw.torch_device.type == "cuda" else None)
-        summary = write_results(out, cfg, fed, alg, record, engine, hw, record.elapsed + time.time() - started, ids,
-                                peak)
+        summary = write_results(run, record.elapsed + time.time() - started, ids, peak)
         return summary
     except KeyboardInterrupt as e:
         raise RunInterrupted(out, done, cfg.rounds, checkpointed, getattr(e, "signum", 2)) from None
@@ -211,16 +213,16 @@ def newcomer_training(trainer, engine: str, seed: int, chunk: Optional[int]):
     return train
 
 
-def train_round(t: int, plan, alg, trainer, fed, engine: str, seed: int, chunk: Optional[int], record: RunRecord,
-                watch: DivergenceWatch) -> None:
+def train_round(t: int, plan, run: SettledRun) -> None:
     """The plan's rows trained chunk by chunk (engine/clients.py), each chunk folded into the round's
     aggregate as it finishes (`alg.round_fold`, algorithms/fold.py) or, for a method that needs every
     update at once, gathered for `alg.aggregate`; the divergence check sees every row before the
     aggregate is applied. A chunk's trained rows and optimizer states are dropped before the next trains."""
+    alg, fed, record = run.alg, run.fed, run.record
     fold = alg.round_fold(t, plan, fed)
     trained, losses, M = None, [], len(plan.clients)
-    for rows, result in client_chunks(t, plan, trainer, fed.data.train, engine, seed, chunk,
-                                      record.state_of(plan, alg, trainer, fed)):
+    for rows, result in client_chunks(t, plan, run.trainer, fed.data.train, run.engine, run.seed, run.chunk,
+                                      record.state_of(plan, alg, run.trainer, fed)):
         losses.append(LocalResult({}, {}, result.last_loss, result.finite & all_finite(result.params),
                                   result.first_loss))
         record.keep_client_rows(plan, result, rows)
@@ -236,7 +238,7 @@ def train_round(t: int, plan, alg, trainer, fed, engine: str, seed: int, chunk: 
         del result
     if fed.device.type == "cuda":
         torch.cuda.synchronize(fed.device)
-    watch.check(t, plan.clients, losses[0] if len(losses) == 1 else concat_results(losses))
+    run.watch.check(t, plan.clients, losses[0] if len(losses) == 1 else concat_results(losses))
     if fold is not None:
         fold.finish()
     else:
