@@ -47,3 +47,17 @@ def test_the_round_loop_reads_one_settled_run():
     wide = wide_functions()
     for name in ("_write_run", "train_round", "write_results"):
         assert not [k for k in wide if k[1] == name], name
+
+
+def test_every_groups_options_are_found_one_way_from_the_yamls():
+    """store.option_classes: each yaml of conf/<group>/ names a class its group's package holds, and the
+    classes found are exactly those the yamls name (no hand list beside them)."""
+    import re
+    from fedcluster.config.store import GROUP_PACKAGES, option_classes
+    for group, package in GROUP_PACKAGES.items():
+        named = set()
+        for path in (ROOT / "conf" / group).glob("*.yaml"):
+            named |= {n for g, n in re.findall(r"/schemas/(\w+)/(\w+)", path.read_text()) if g == group}
+        found = {c.__name__ for c in option_classes(group)}
+        assert named <= found, (group, named - found)
+        assert all(getattr(package, n) is c for c in option_classes(group) for n in [c.__name__]), group

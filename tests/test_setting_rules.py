@@ -70,8 +70,8 @@ def bad_value(rule, annotation):
     return None
 
 
-from fedcluster.config.store import OPTIONS   # noqa: E402
-DATASETS = sorted(OPTIONS["dataset"], key=lambda c: c.__name__)
+from fedcluster.config.store import option_classes   # noqa: E402
+DATASETS = sorted(option_classes("dataset"), key=lambda c: c.__name__)
 # what a data source cannot be built without; building it reads its files, so only refusals are built here
 DATASET_REQUIRED = {"ImageSource": {"name": "fashion_mnist", "distributions": [{"rotation": 0}]},
                     "TextSource": {"name": "ag_news"}}

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import signals
 from . import sweep
-from ..config.store import OPTIONS, config_dir, register_resolvers, register_schemas
+from ..config.store import GROUP_PACKAGES, config_dir, register_resolvers, register_schemas
 from ..errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .sweep import REFUSAL_KEY, JobOutcome, Sweep
 from .swept_groups import per_job
@@ -275,7 +275,7 @@ def main() -> None:
         register_resolvers()
         conf = config_dir()
         _one_line_composition_errors(conf)
-        sys.argv[1:] = per_job(sys.argv[1:], OPTIONS)   # a swept group's settings go to its jobs (swept_groups.py)
+        sys.argv[1:] = per_job(sys.argv[1:], GROUP_PACKAGES)   # a swept group's settings go to its jobs (swept_groups.py)
         hydra.main(config_path=str(conf), config_name="config", version_base="1.3")(_task)()
     except ConfigError as e:   # a plugin that cannot be loaded (plugins.py), before any config exists
         _fail(str(e))

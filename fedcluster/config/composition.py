@@ -166,7 +166,7 @@ def undeclared_keys(cfg) -> List[str]:
     """Dotted keys of the composed config that no schema declares, with what was meant: top-level
     keys against `Config`, `train.*` against `TrainConfig`, every group node (nested ones too,
     e.g. CAM's base) against the signature of the class it instantiates."""
-    from .store import OPTIONS, Config, TrainConfig
+    from .store import GROUP_PACKAGES, Config, TrainConfig
     plain = {k: v for k, v in _plain(cfg).items() if k != "hydra"}
     out = []
     top = {f.name for f in dataclasses.fields(Config)}
@@ -185,7 +185,7 @@ def undeclared_keys(cfg) -> List[str]:
             elif isinstance(v, dict):
                 walk(v, f"{prefix}.{k}")
 
-    for group in OPTIONS:
+    for group in GROUP_PACKAGES:
         if group != "logger":   # {tracker name: options}, checked by fedcluster/loggers
             walk(plain.get(group), group)
     return out

@@ -7,8 +7,9 @@ A plugin is a Python module, found through
   `[project.entry-points."fedcluster.plugins"]` `fedtrim = "fedtrim"`), or
 - `FEDCLUSTER_PLUGINS=module[,module]` for code that is not installed (importable from sys.path or
   the working directory).
-Importing it is all it takes. Its `Algorithm` subclasses are found as fedcluster's own are; classes
-of the other groups are named in a module-level `FEDCLUSTER_OPTIONS = {"model": [MyNet], ...}`.
+Importing it is all it takes. Its classes are found as fedcluster's own are (a class of the module that
+one of its yamls builds from, `- /schemas/<group>/<ClassName>`), or named in a module-level
+`FEDCLUSTER_OPTIONS = {"model": [MyNet], ...}`.
 Each class gets the schema `schemas/<group>/<ClassName>`, as a built-in does (config.py). Its yaml
 files sit in `conf/<group>/<option>.yaml` beside the module (in its package's folder), in the same
 form as a built-in's, and are put on Hydra's config search path (`PluginConfigs`, registered with
@@ -119,8 +120,16 @@ def _check_yaml_names(plugins: List[Plugin]) -> None:
 
 
 def options(group: str) -> list:
-    """The classes plugins add to a config group (beyond their Algorithm subclasses, found by type)."""
-    return [cls for p in load() for cls in p.options.get(group, [])]
+    """The classes plugins add to a config group, found the way fedcluster's own are: each class the plugin's
+    module holds that one of its yamls builds from (`- /schemas/<group>/<ClassName>`), and those its
+    FEDCLUSTER_OPTIONS names."""
+    from .store import _named_in
+    out = []
+    for p in load():
+        named = _named_in(p.conf)[group] if p.conf is not None else []
+        out += [getattr(p.module, n) for n in named if isinstance(getattr(p.module, n, None), type)]
+        out += p.options.get(group, [])
+    return list(dict.fromkeys(out))
 
 
 def config_dirs(conf: Optional[Path] = None) -> List[Path]:

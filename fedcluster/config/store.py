@@ -11,6 +11,7 @@ names the key, and every constructor parameter can be overridden from the comman
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
 `${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
 import hashlib
+import re
 import secrets
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -24,21 +25,34 @@ from .conf_dir import config_dir
 from ..lifecycle.identity import NAME_EXCLUDED_KEYS
 from .schema import schema_of
 
-OPTIONS = {
-    "dataset": [data.SyntheticRegression, data.SeparatedRegression, data.ImageSource, data.TextSource, data.TensorSource,
-                data.HuggingFaceSource],
-    "partition": [partitions.TwoGroupMix, partitions.LinearMix, partitions.RandomMix, partitions.Clustered,
-                  partitions.DirichletLabels, partitions.ClusteredDirichletLabels, partitions.NClassLabels,
-                  partitions.ClusteredNClassLabels, partitions.LabelSkew1, partitions.LabelSkew2,
-                  partitions.LabelSkew3, partitions.LabelSkew4, partitions.FeatureSkew, partitions.ConceptShift,
-                  partitions.NaturalClients, partitions.FlowerPartition],
-    "model": [models.LinearRegression, models.MLP, models.LeNetCNN, models.GenConvNet, models.LettersCNN, models.FedAvgCNN, models.CifarCNN,
-              models.BatchNormCNN, models.FCAutoencoder, models.ConvAutoencoder,
-              models.TextCNN],
-    "algorithm": None,   # every concrete Algorithm subclass imported (algorithm_classes)
-    "hardware": [hardware.Hardware],
-    "logger": [loggers.CSVLogger, loggers.TensorBoardLogger, loggers.MLflowLogger, loggers.WandbLogger],
-}
+# Each config group's classes live in its package (conf/<group>/ <-> the package): an option is a class there
+# that a yaml of the config folder builds from (`- /schemas/<group>/<ClassName>@...`), or a plugin's class;
+# `option_classes` finds them so, the one way for every group, with no hand list.
+GROUP_PACKAGES = {"dataset": data, "partition": partitions, "model": models, "algorithm": algorithms,
+                  "hardware": hardware, "logger": loggers}
+_SCHEMA_LINE = re.compile(r"/schemas/(\w+)/(\w+)")
+
+
+def _named_in(conf: Path) -> dict:
+    """{group: class names} every yaml under `conf` builds from, in first-seen order (files sorted)."""
+    names: dict = {group: [] for group in GROUP_PACKAGES}
+    for path in sorted(conf.rglob("*.yaml")):
+        for group, name in _SCHEMA_LINE.findall(path.read_text()):
+            if group in names and name not in names[group]:
+                names[group].append(name)
+    return names
+
+
+def option_classes(group: str, conf: Optional[Path] = None) -> list:
+    """The classes of `group`'s options (without plugins'): each class its package holds that a yaml of `conf`
+    (default: the config folder) builds from, sorted by module and name. A name no class of the package has (a
+    plugin's class, which plugins.options adds) is left to the plugin."""
+    package = GROUP_PACKAGES[group]
+    found = [getattr(package, name) for name in _named_in(conf or config_dir())[group]
+             if isinstance(getattr(package, name, None), type)]
+    return sorted(dict.fromkeys(found), key=lambda c: (c.__module__, c.__name__))
+
+
 UNNAMED = ("hardware", "logger")   # groups whose options carry no `name` label
 
 
@@ -81,16 +95,8 @@ class Config:
 
 
 def algorithm_classes() -> list:
-    """Every Algorithm subclass imported so far (fedcluster.algorithms imports all of its modules),
-    except abstract bases (`abstract = True` in the class body): a new algorithm needs no
-    registration line."""
-    found, todo = [], list(algorithms.Algorithm.__subclasses__())
-    while todo:
-        cls = todo.pop(0)
-        todo += cls.__subclasses__()
-        if not cls.__dict__.get("abstract", False) and cls not in found:
-            found.append(cls)
-    return sorted(found, key=lambda c: (c.__module__, c.__name__))
+    """The algorithm options' classes (option_classes): a new algorithm is its class and its yaml."""
+    return option_classes("algorithm")
 
 
 _REGISTERED: Optional[dict] = None   # the classes register_schemas last stored, per group
@@ -183,8 +189,7 @@ def register_schemas() -> None:
     register_resolvers()
     plugins.load()
     cs = ConfigStore.instance()
-    by_group = {group: tuple(dict.fromkeys(list(classes or algorithm_classes()) + plugins.options(group)))
-                for group, classes in OPTIONS.items()}
+    by_group = {group: tuple(dict.fromkeys(option_classes(group) + plugins.options(group))) for group in GROUP_PACKAGES}
     # Building a schema costs more than a composition's own work: skip it where this process has already
     # stored these very classes (a new Algorithm subclass or plugin class changes the key; nothing in
     # fedcluster removes entries from Hydra's ConfigStore, and its presence is checked too).
