@@ -40,7 +40,7 @@ Usage:
   python benchmarks/benchmark.py [--json] [--only b,c] [--rounds 4] [--device cpu|cuda] [--load 2]
   python benchmarks/benchmark.py --smoke --data-root DIR     # what CI runs, on fake data (and --load 1 on b,d)
   python benchmarks/benchmark.py --only b,c --src ../old-checkout      # another checkout's fedcluster
-  python benchmarks/benchmark.py --markdown docs/results/perf/benchmark.jsonl   # README's tables from JSON
+  python benchmarks/benchmark.py --markdown docs/results/perf/benchmark.jsonl   # docs/performance.md's tables from JSON
 Each workload prints (with --json, one JSON object per line) seconds per round of fedcluster and
 of the reference, their ratio `speedup_vs_reference`, training samples per second, the engine
 fedcluster chose, the device, threads and OpenMP wait policy; with --load, the loaded figures.
@@ -410,7 +410,7 @@ def one_measurement(key: str, args) -> dict:
 
 
 def markdown(path: Path) -> str:
-    """README's Performance tables from the benchmark's JSON lines (quiet, and loaded where measured)."""
+    """docs/performance.md's tables (its first section) from the benchmark's JSON lines (quiet, and loaded where measured)."""
     rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
     first, path = rows[0], path.resolve()
     shown = path.relative_to(ROOT) if ROOT in path.parents else path
@@ -456,7 +456,7 @@ def main():
     p.add_argument("--override", action="append", default=[], help="an extra override for every workload")
     p.add_argument("--no-reference", action="store_true", help="time fedcluster only")
     p.add_argument("--src", help="time the fedcluster of this checkout instead (no reference)")
-    p.add_argument("--markdown", type=Path, help="print README's tables from this JSON-lines file and stop")
+    p.add_argument("--markdown", type=Path, help="print docs/performance.md's tables from this JSON-lines file and stop")
     p.add_argument("--child", choices=["fedcluster", "reference"], help=argparse.SUPPRESS)
     p.add_argument("--libgomp-default", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()

@@ -151,8 +151,8 @@ def check_model_features(model: torch.nn.Module, data, cfg: DictConfig, algorith
     except Exception as e:   # noqa: BLE001 -- whatever the model raises, the user gets one line
         raise ConfigError(f"algorithm={cfg.algorithm.name} reads the model's features but model={cfg.model.name} "
                           f"has none ({_reason(e)}); allowed: a model whose forward(x, with_features=True) returns "
-                          "(outputs, features), e.g. mlp, lenet, letters_cnn, cifar_cnn, bn_cnn, textcnn (README: "
-                          "plugins)") from None
+                          "(outputs, features), e.g. mlp, lenet, letters_cnn, cifar_cnn, bn_cnn, textcnn "
+                          "(docs/plugins.md)") from None
     finally:
         model.train(was_training)
 

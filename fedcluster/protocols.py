@@ -1,5 +1,5 @@
 """What a data set, partition or model class takes and offers to run in fedcluster: the contract a plugin's class
-meets (README "Your own method, model, data or partition"), the built-ins' too. A plugin's classes are checked when
+meets (docs/plugins.md), the built-ins' too. A plugin's classes are checked when
 it loads (plugins.py) and what a class sets when built is checked right after (assemble.py), so a missing piece is
 one line naming it and what it is for, not Hydra's multi-line TypeError or a traceback in the middle of a run.
 An algorithm's contract is its base class, `fedcluster.algorithms.Algorithm`."""
@@ -70,7 +70,7 @@ def check_class(group: str, cls, where: str) -> None:
     for need in PROTOCOLS.get(group, []):
         if not isinstance(cls, type) or not need.met(cls):
             name = getattr(cls, "__name__", repr(cls))
-            raise ConfigError(f"{where}: {group} class {name} lacks {need.what}: {need.why} (README: plugins)")
+            raise ConfigError(f"{where}: {group} class {name} lacks {need.what}: {need.why} (docs/plugins.md)")
 
 
 def check_built(group: str, obj, option: str) -> None:
@@ -79,4 +79,4 @@ def check_built(group: str, obj, option: str) -> None:
     if missing:
         a = missing[0]
         raise ConfigError(f"{group}={option}: its class {type(obj).__name__} sets no `{a}` ({ATTRIBUTES[group][a]}); "
-                          "set it in the class or its constructor (README: plugins)")
+                          "set it in the class or its constructor (docs/plugins.md)")

@@ -1,4 +1,4 @@
-"""Each group's contract for a class of one's own (protocols.py, README "Your own method, model, data or
+"""Each group's contract for a class of one's own (protocols.py, docs/plugins.md "Your own method, model, data or
 partition"): examples/fedtabular's data set, model and partition run through the CLI in a sweep and the report,
 not installed (FEDCLUSTER_PLUGINS); a class that lacks a piece of its contract is refused in one line naming the
 piece, when its plugin loads or when it is built, before anything is written."""

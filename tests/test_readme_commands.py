@@ -1,9 +1,9 @@
-"""Every `fedcluster` command the README shows composes as the CLI composes it: a one-run command as
-written, a sweep (`-m key=a,b`) in every combination, a preset's name exists (test_every_option runs
-each preset's jobs). Commands on bundled data (synthetic, scikit-learn digits) are also built, data
-and partition included, so a README example that would be refused (too few images for its clients)
-fails here first. Only commands that need an optional plugin or are shown failing on purpose are
-left out, each with why."""
+"""Every `fedcluster` command the README and the docs pages (docs/*.md) show composes as the CLI
+composes it: a one-run command as written, a sweep (`-m key=a,b`) in every combination, a preset's
+name exists (test_every_option runs each preset's jobs). Commands on bundled data (synthetic,
+scikit-learn digits) are also built, data and partition included, so an example that would be
+refused (too few images for its clients) fails here first. Only commands that need an optional
+plugin or are shown failing on purpose are left out, each with why."""
 import itertools
 import re
 import shlex
@@ -13,7 +13,9 @@ import pytest
 from conftest import CONF, ROOT, make_cfg
 from fedcluster.assemble import build
 
-# README commands this test leaves out, by one of their arguments (a whole argument), with why
+# The pages whose bash blocks this test reads: the README and every docs page (the manual moved there)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# README and docs commands this test leaves out, by one of their arguments (a whole argument), with why
 LEFT_OUT = {
     "hydra/sweeper=optuna": "needs the optional Optuna sweeper (tests/test_launchers.py)",
     "hydra/launcher=slurm": "needs the optional submitit launcher and a cluster (tests/test_launchers.py)",
@@ -23,16 +25,16 @@ LEFT_OUT = {
 BUNDLED = ("synthetic", "digits")
 
 
-def readme_commands(program: str = "fedcluster"):
-    """Each `<program> ...` line of the README's bash blocks, continuation lines joined and the
-    trailing comment dropped."""
-    text = (ROOT / "README.md").read_text()
+def readme_commands(program: str = "fedcluster", pages=PAGES):
+    """Each `<program> ...` line of the pages' bash blocks, continuation lines joined and the trailing
+    comment dropped."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = re.split(r"\s#\s", line)[0].strip()
-            if line == program or line.startswith(program + " "):
-                out.append(line)
+    for page in pages:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.split(r"\s#\s", line)[0].strip()
+                if line == program or line.startswith(program + " "):
+                    out.append(line)
     return out
 
 
@@ -63,6 +65,21 @@ TESTED = [c for c in COMMANDS if not left_out(c)]
 def test_the_readme_has_the_commands_this_test_reads():
     assert len(COMMANDS) >= 15 and "fedcluster" in COMMANDS
     assert any(c.startswith("fedcluster -m algorithm=fedavg,ifca,clove") for c in TESTED)
+    quickstart = [c for c in readme_commands(pages=[ROOT / "README.md"]) if not left_out(c)]
+    assert any(c.startswith("fedcluster -m algorithm=fedavg,ifca,clove") for c in quickstart), "the README's own sweep"
+    assert any("dataset=tensors" in c for c in TESTED), "docs/own_data.md's commands"
+    assert any(c.startswith("fedcluster +preset=") for c in TESTED), "docs/running.md's presets"
+
+
+def test_the_readme_lists_every_algorithm_option_with_its_source():
+    """The README's methods table: one row per conf/algorithm/*.yaml, each naming a method and a source."""
+    text = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| (.+) \|$", text, re.M))
+    options = sorted(p.stem for p in (CONF / "algorithm").glob("*.yaml"))
+    assert sorted(o for o in rows if o in options) == options
+    for option in options:
+        method, source = rows[option].rsplit(" | ", 1)
+        assert method.strip() and source.strip(), option
 
 
 @pytest.mark.parametrize("command", TESTED)

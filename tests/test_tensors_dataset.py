@@ -83,7 +83,7 @@ def test_a_missing_file_and_a_pickled_object_are_refused(table):
 
 
 def test_a_users_table_runs_three_methods_and_the_report_compares_them(table, tmp_path):
-    """What README's "Your own data" runs: the CLI on the CSV, a 3 x 2 sweep, the report against FedAvg."""
+    """What docs/own_data.md's "A table of yours" runs: the CLI on the CSV, a 3 x 2 sweep, the report against FedAvg."""
     common = ["dataset=tensors", f"dataset.path={table / 'table.csv'}", "dataset.labels=label",
               "dataset.feature_columns=[" + ",".join(f"f{i}" for i in range(12)) + "]", "model=mlp", "partition=dirichlet",
               "partition.num_clients=8", "partition.min_samples=5", "num_clusters=2", "rounds=2",

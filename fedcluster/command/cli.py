@@ -203,7 +203,7 @@ def help_text(conf: Path) -> str:
               "  fedcluster -m algorithm=fedsoft,ifca,fedem seed=0,1,2",
               "  fedcluster +preset=clove/images        then: fedcluster-report <the sweep directory>",
               "", "An option's settings with their defaults and allowed values: fedcluster show algorithm=clove;",
-              "every key of a run's config: fedcluster --cfg job [overrides].", "Docs: README.md, docs/architecture.md. Hydra's own options: --hydra-help."]
+              "every key of a run's config: fedcluster --cfg job [overrides].", "Docs: README.md and the pages it links in docs/. Hydra's own options: --hydra-help."]
     return "\n".join(lines)
 
 

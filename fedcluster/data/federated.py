@@ -156,7 +156,7 @@ class SourceView:
                 raise ConfigError(f"this partition splits a data set's whole labelled pool, which the data set "
                                   f"({type(self._source).__name__}) does not offer: it has no pool(split, distribution); "
                                   "allowed: a mixture partition (random, clustered, mix_10_90, linear) or a pool() "
-                                  "method on the data set (README: plugins)")
+                                  "method on the data set (docs/plugins.md)")
             self._pools[key] = self._source.pool(split, distribution)
         return self._pools[key]
 

@@ -93,7 +93,7 @@ class HuggingFaceSource(TensorSource):
         standardize: a numeric column's features shifted and scaled by the training rows' mean and std."""
         if path is None:
             raise ConfigError("dataset.path is not set; allowed: a save_to_disk directory or a parquet/arrow file of a "
-                              "HuggingFace data set (README: Your own data)")
+                              "HuggingFace data set (docs/own_data.md)")
         self.name, self.task, self.seed, self.vocab_size, self.max_len = name, task, seed, vocab_size, max_len
         train = load_table(path, split)
         if test_path is not None:

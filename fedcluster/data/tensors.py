@@ -178,7 +178,7 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
         rows with the same numbers), for tables whose columns have different units."""
         if path is None:
             raise ConfigError("dataset.path is not set; allowed: a .csv, .npz or .pt file of your samples "
-                              "(README: Your own data)")
+                              "(docs/own_data.md)")
         self.name, self.task, self.seed = name, task, seed
         read = lambda file, like=None: self._read(file, labels, features, feature_columns, distributions,
                                                   ignore_columns, like)

@@ -1,4 +1,4 @@
-"""A plugin of a data set, a model and a partition (README "Your own method, model, data or partition"), each
+"""A plugin of a data set, a model and a partition (fedcluster's docs/plugins.md), each
 meeting fedcluster's contract for its group (fedcluster/protocols.py):
 
 - `WineSource` (dataset=wine): scikit-learn's wine table (178 wines, 13 measurements, 3 cultivars; bundled with
