@@ -26,13 +26,13 @@ def test_a_verdict_column_follows_each_paper_column_and_reads_back_as_numbers():
                           "acc %": [Stat.of([90.0, 92.0]), Stat.of([70.0])],
                           "acc paper": [Reported(91.0, 0.4), "–"],
                           "ARI": [Stat.of([0.9, 1.0]), Stat.of([0.2])],
-                          "ARI paper": [Reported(0.5, 0.1, 2), Reported(0.2, 0.0, 2)]})
+                          "ARI paper": [Reported(0.5, 0.1, 2), Reported(0.2, None, 2)]})
     table = with_verdicts(Table(frame))
     assert list(table.frame.columns) == ["method", "acc %", "acc paper", "acc % − paper", "ARI", "ARI paper",
                                          "ARI − paper"]
     assert table.frame["acc % − paper"][0].text() == "+0.0 within 2 std" and table.frame["acc % − paper"][1] == ""
     assert table.frame["ARI − paper"][0].text() == "+0.45 OUTSIDE 2 std"
-    assert table.frame["ARI − paper"][1].text() == "+0.00 (no std)"   # paper std 0 and one seed: no yardstick
+    assert table.frame["ARI − paper"][1].text() == "+0.00 (no std)"   # no paper std and one seed: no yardstick
     assert any("within the paper's mean ± 2 std" in n for n in table.notes)
     csv = to_csv_frame(table.frame)
     assert csv["ARI − paper"].round(3).tolist() == [0.45, 0.0]
@@ -44,3 +44,12 @@ def test_a_verdict_column_follows_each_paper_column_and_reads_back_as_numbers():
 def test_round_numbers_print_as_rounds():
     assert Stat.of([12, 12, 12], style="round").text() == "12 ± 0"
     assert Stat.of([11, 12, 14], style="round").text() == "12.3 ± 1.5"
+
+
+def test_a_printed_plus_minus_zero_is_met_where_ours_rounds_to_the_printed_value():
+    """'1.00 ± 0.00' says every seed of the paper gave 1.00 to the printed digits: ours is within where its mean
+    rounds to it, whatever our own spread (before: our std was the yardstick, or none with one seed)."""
+    assert Verdict.of(Stat.of([1.0]), Reported(1.0, 0.0, 2)).within is True
+    assert Verdict.of(Stat.of([0.996, 1.0]), Reported(1.0, 0.0, 2)).within is True       # rounds to 1.00
+    assert Verdict.of(Stat.of([0.9, 1.0]), Reported(1.0, 0.0, 2)).within is False        # 0.95: not the printed 1.00
+    assert Verdict.of(Stat.of([99.3, 99.3]), Reported(99.1, 0.0, 1)).within is False
