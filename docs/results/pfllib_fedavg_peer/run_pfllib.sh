@@ -1,5 +1,5 @@
 #!/bin/bash
-# PFLlib FedAvg (TsingZ0/PFLlib d832e76f, patched: pfllib_model_patch.diff) on fedcluster's exported clients
+# PFLlib FedAvg (TsingZ0/PFLlib d832e76f, with the lines of pfllib_changes.md added) on fedcluster's exported clients
 # (scripts/export_clients_npz.py), one seed after the other, one CPU thread. Usage: run_pfllib.sh SEED...
 set -e
 PFL=${PFL:-/work/pfllib}
