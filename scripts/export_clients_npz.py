@@ -38,6 +38,12 @@ def compose(overrides):
     return compose_config(overrides)
 
 
+def refuse(message: str) -> None:
+    """Bad input: one line naming the value and what is allowed, exit 2, before anything is written."""
+    print(f"export_clients_npz.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", help="a run's config.yaml")
@@ -46,6 +52,10 @@ def main():
     ap.add_argument("--data-root", default=None, help="replace dataset.root (where Fashion-MNIST is looked for)")
     ap.add_argument("--out", required=True, help="PFLlib dataset folder to write (train/, test/, config.json)")
     args = ap.parse_args()
+    if args.config and not os.path.isfile(args.config):
+        refuse(f"--config {args.config} is not a file; allowed: a run's config.yaml")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        refuse(f"--out {args.out} is a file; allowed: a folder (created where missing)")
     torch.set_num_threads(1)
 
     from fedcluster.assemble import build_data, make
