@@ -78,10 +78,10 @@ def test_a_packed_run_that_fails_leaves_the_others_going_and_resumes(data_root, 
         run(c, tmp_path / f"alone{i}")
     original = runner.write_results
 
-    def dies_when_ifca_ends(out, cfg, *args, **kwargs):
-        if cfg.algorithm.name == "ifca":
+    def dies_when_ifca_ends(settled, *args, **kwargs):   # settled.SettledRun: the run as it trained
+        if settled.cfg.algorithm.name == "ifca":
             raise Died()
-        return original(out, cfg, *args, **kwargs)
+        return original(settled, *args, **kwargs)
 
     monkeypatch.setattr(runner, "write_results", dies_when_ifca_ends)
     outcomes, _ = run_packed([lambda tw, c=c, i=i: run(c, tmp_path / f"packed{i}", train_with=tw)
