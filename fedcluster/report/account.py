@@ -32,7 +32,7 @@ from ..results.compare import MIN_SEEDS
 from ..results.defaults import options_text
 from ..results.runs import discover
 from ..tables.common import paired_columns
-from ..tables.paper_numbers import KEY_COLUMNS, CellKey, printed
+from ..tables.paper_numbers import KEY_COLUMNS, CellKey, number, printed
 from .sections import sections_for
 
 REGISTRY = Path("docs") / "cells.yaml"
@@ -95,15 +95,12 @@ def _entry(item) -> tuple:
     its method. Hashable, for the cache."""
     if isinstance(item, str):
         return (item,), (), (), ()
-    if "csv" in item:
-        where = tuple(sorted((str(m), tuple(sorted((str(k), str(v)) for k, v in keys.items())))
-                             for m, keys in (item.get("where") or {}).items()))
-        return (tuple(item["csv"]), tuple(sorted((str(k), str(v or "")) for k, v in (item.get("settings") or {}).items())),
-                where, str(item["dataset"]))
+    settings = tuple(sorted((str(k), str(v or "")) for k, v in (item.get("settings") or {}).items()))
     where = tuple(sorted((str(m), tuple(sorted((str(k), str(v)) for k, v in keys.items())))
                          for m, keys in (item.get("where") or {}).items()))
-    return (tuple(item["paths"]), tuple(sorted((str(k), str(v or "")) for k, v in (item.get("settings") or {}).items())),
-            where, tuple(sorted(item.get("ignore") or ())))
+    if "csv" in item:
+        return tuple(item["csv"]), settings, where, str(item["dataset"])
+    return tuple(item["paths"]), settings, where, tuple(sorted(item.get("ignore") or ()))
 
 
 # Per-run CSVs (scripts/per_run_csv.py's rows, the Fed-CAM cells page's source where the runs themselves were
@@ -126,18 +123,15 @@ def _csv_harvest(entry: tuple, root: Path) -> Dict[CellKey, Ours]:
             raise AccountError(f"per-run CSV {name} does not exist")
         with path.open(newline="") as f:
             for r in csv.DictReader(f):
-                method, options = r["method"], r["options"] or ""
-                if settings and options != settings.get(method, settings.get("*", "")):
-                    continue
-                if not all(str(r.get(k)) == v for k, v in where.get(method, where.get("*", ()))):
+                method = r["method"]
+                if not _wanted(method, r["options"] or "", r.get, settings, where):
                     continue
                 k = 1 if method in K_FREE else int(r["K"])
                 seeds = groups.setdefault((r["table"], r["partition"], k, method), {})
                 twin = seeds.get(r["seed"])
                 if twin is None or ("cuda" in str(r.get("device")) and "cuda" not in str(twin.get("device"))):
                     seeds[r["seed"]] = r
-    label = " + ".join(files) + (f" ({', '.join(f'{m}: {o or chr(39) * 2}' for m, o in settings.items())})"
-                                 if settings else "")
+    label = _label(entry)
     out = {}
     printed_rows = printed()
     for (table, partition, k, method), seeds in groups.items():
@@ -149,7 +143,7 @@ def _csv_harvest(entry: tuple, root: Path) -> Dict[CellKey, Ours]:
             if hit.empty:
                 continue
             row = hit.iloc[0]
-            paper = Reported(float(row["mean"]), None if row["std"] != row["std"] else float(row["std"]), 2, row["cell"])
+            paper = Reported(float(row["mean"]), number(row["std"]), 2, row["cell"])
             stat = Stat.of((float(r[column]) for r in seeds.values() if r[column] not in ("", None)), style="pct")
             if stat.n:
                 out[row["cell"]] = Ours(stat, paper, label)
@@ -163,11 +157,16 @@ def _label(entry: tuple) -> str:
     return " + ".join(folders) + (f" ({shown})" if shown else "")
 
 
-def _kept(run, settings: dict, where: dict) -> bool:
-    method = str(run.summary.get("algorithm"))
-    if settings and options_text(run) != settings.get(method, settings.get("*", "")):
+def _wanted(method: str, options: str, value_of, settings: dict, where: dict) -> bool:
+    """Whether a run (or a per-run CSV row) of `method`, its settings away from the defaults `options`, passes a
+    registry item's filters: `settings` (per method, '*' for the others) and `where` (`value_of(key)` equal)."""
+    if settings and options != settings.get(method, settings.get("*", "")):
         return False
-    return all(str(run.value(k)) == v for k, v in where.get(method, where.get("*", ())))
+    return all(str(value_of(k)) == v for k, v in where.get(method, where.get("*", ())))
+
+
+def _kept(run, settings: dict, where: dict) -> bool:
+    return _wanted(str(run.summary.get("algorithm")), options_text(run), run.value, settings, where)
 
 
 def _any_machine(run, ignore=()):
