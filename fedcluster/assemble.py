@@ -3,6 +3,8 @@ and the choice of training engine. Every check that needs built objects (the mod
 data's inputs, the memory the data will take) happens here, before the run writes anything."""
 import inspect
 import sys
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import hydra
 import numpy as np
@@ -203,26 +205,44 @@ def size_keys(cfg: DictConfig, source, partition, in_shape) -> dict:
 
 
 def resolve_num_clusters(cfg: DictConfig, source, partition) -> int:
-    """K, settled before anything is built: the run's `num_clusters`, or where it is null the
-    data's own number of clusters: the partition's true clusters (cluster-wise label partitions,
-    CLoVE's skews), else the source's number of distributions (mixtures; 1 for a client-wise
-    label split). Written into the config, which the algorithms read by interpolation
-    (config.SHARED), and recorded in summary.json's config."""
+    """K: the run's `num_clusters`, or where it is null the data's own number of clusters: the
+    partition's true clusters (cluster-wise label partitions, CLoVE's skews), else the source's number
+    of distributions (mixtures; 1 for a client-wise label split). Written into the config, which the
+    algorithms read by interpolation (config.SHARED)."""
     if cfg.get("num_clusters") is None:
         with open_dict(cfg):
             cfg.num_clusters = partition.num_true_clusters or len(source.distribution_names)
     return int(cfg.num_clusters)
 
 
-def build(cfg: DictConfig):
-    """Instantiate hardware, data, model and algorithm from the composed config. The memory
-    the run needs is checked before any data is drawn or the model allocated."""
-    hw = make(cfg.hardware)
+@dataclass
+class DataInputs:
+    """The run's data source and partition, made once: `settle` reads from them what the config leaves to
+    the data, `build` partitions the source with them."""
+    source: Any
+    partition: Any
+
+
+def settle(cfg: DictConfig) -> DataInputs:
+    """What the config leaves to the data, settled into `cfg` before the run is recorded, so config.yaml
+    holds what ran: K (`num_clusters: null`, the data's own count; resolve_num_clusters). Makes the data
+    source (it reads the data set) and the partition, which `build` then uses."""
     source = make(cfg.dataset, seed=cfg.seed)
     signals.check()   # each stage of the build is a safe point: a stop signal ends a preparation, not after it
     partition = make(cfg.partition)
     check_built("dataset", source, cfg.dataset.get("name", "?"))
     check_built("partition", partition, cfg.partition.get("name", "?"))
+    resolve_num_clusters(cfg, source, partition)
+    return DataInputs(source, partition)
+
+
+def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
+    """Instantiate hardware, data, model and algorithm from the composed config (`inputs`: its settled data
+    source and partition; made here when not given). The memory the run needs is checked before any data
+    is drawn or the model allocated."""
+    hw = make(cfg.hardware)
+    inputs = inputs or settle(cfg)
+    source, partition = inputs.source, inputs.partition
     in_shape = tuple(source.in_shape)
     num_outputs = 1 if source.task == "regression" else source.num_classes
 
@@ -243,7 +263,6 @@ def build(cfg: DictConfig):
 
     per_sample = activation_numel(build_model, in_shape)
     element_size = torch.empty(0, dtype=hw.torch_dtype).element_size()
-    resolve_num_clusters(cfg, source, partition)
     algorithm = make(cfg.algorithm)
 
     def fits(num_clients, train_width, test_width):

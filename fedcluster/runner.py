@@ -15,7 +15,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from .artifacts import write_results
-from .assemble import build, choose_engine
+from .assemble import build, choose_engine, settle
 from .lifecycle.provenance import source_revision
 from .lifecycle.divergence import DivergenceWatch
 from .data.budget import rows_per_chunk
@@ -57,27 +57,29 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
     unless `overwrite=true`. `on_claimed(path)` runs once the directory is ours (the CLI writes
     Hydra's .hydra/ files there). `train_with(trainer)`: the trainer the rounds train with instead
     (packed.py hands the local training of several runs to one job)."""
+    started = time.time()
     validate(cfg)
     check_declared(cfg)
     loggers = make_loggers(cfg.get("logger"))   # a missing tracker package is an error before anything is written
+    cfg = copy.deepcopy(cfg)   # settled below; the caller's config stays as given
+    inputs = settle(cfg)       # what the config leaves to the data (K), settled before config.yaml records it
     requested = requested_config(cfg)
     with claim(output_dir, requested, overwrite=bool(cfg.get("overwrite", False))) as owned:
         if owned.state == "complete":   # nothing redone; a temp file of a process killed mid-write still goes
             remove_stale_temp_files(owned.path)
             return {**owned.summary, "already_complete": True}
-        return _run_owned(copy.deepcopy(cfg), owned.path, requested, progress, on_claimed, loggers,
+        return _run_owned(cfg, owned.path, inputs, Reporting(progress, on_claimed, loggers, started),
                           replace=owned.state == "replace", train_with=train_with)
 
 
-def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed, loggers, replace: bool,
-               train_with=None) -> dict:
+def _run_owned(cfg: DictConfig, out: Path, inputs, reporting: Reporting, replace: bool, train_with=None) -> dict:
     """`replace` (overwrite=true): the old run's files are set aside only once every check has passed, and
     removed only once the new run has finished (they come back if it fails)."""
-    started = time.time()
+    requested = requested_config(cfg)
     source_revision()   # the code this process runs is the code it loaded: read the checkout's revision now, not
     #                     when the summary is written, maybe hours later, after the checkout has moved on
     keep_freed_memory()
-    hw, fed, alg, trainer = build(cfg)
+    hw, fed, alg, trainer = build(cfg, inputs)
     if train_with is not None:
         trainer = train_with(trainer)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
@@ -94,7 +96,7 @@ def _run_owned(cfg: DictConfig, out: Path, requested: dict, progress, on_claimed
     signals.check()   # the last safe point before anything is written or removed
     remove_stale_temp_files(out)   # left by a process killed mid-write; every check has passed
     args = (SettledRun(cfg, out, requested, hw, fed, alg, trainer, engine, chunk, fingerprint, watch, record),
-            Reporting(progress, on_claimed, loggers, started))
+            reporting)
     if not replace:
         summary = _write_run(*args)
         drop_set_aside(out)   # a replacement killed earlier and now resumed to its end: the old run goes
@@ -214,35 +216,24 @@ def newcomer_training(trainer, engine: str, seed: int, chunk: Optional[int]):
 
 
 def train_round(t: int, plan, run: SettledRun) -> None:
-    """The plan's rows trained chunk by chunk (engine/clients.py), each chunk folded into the round's
-    aggregate as it finishes (`alg.round_fold`, algorithms/fold.py) or, for a method that needs every
-    update at once, gathered for `alg.aggregate`; the divergence check sees every row before the
-    aggregate is applied. A chunk's trained rows and optimizer states are dropped before the next trains."""
+    """The plan's rows trained chunk by chunk (engine/clients.py), each chunk handed to the round's
+    aggregation (`alg.aggregation`, algorithms/fold.py) as it finishes; the divergence check sees every
+    row before the aggregation is applied (`finish`). A chunk's trained rows and optimizer states are
+    dropped before the next trains, unless the aggregation gathers every row."""
     alg, fed, record = run.alg, run.fed, run.record
-    fold = alg.round_fold(t, plan, fed)
-    trained, losses, M = None, [], len(plan.clients)
+    aggregation = alg.aggregation(t, plan, fed)
+    losses = []
     for rows, result in client_chunks(t, plan, run.trainer, fed.data.train, run.engine, run.seed, run.chunk,
                                       record.state_of(plan, alg, run.trainer, fed)):
         losses.append(LocalResult({}, {}, result.last_loss, result.finite & all_finite(result.params),
                                   result.first_loss))
         record.keep_client_rows(plan, result, rows)
-        if fold is not None:
-            fold.add(rows, result.params)
-        elif rows.stop - rows.start == M:   # one chunk: its rows are the round's
-            trained = result.params
-        else:   # one copy of each trained row, for an aggregation that needs them all at once
-            if trained is None:
-                trained = {k: v.new_empty(M, *v.shape[1:]) for k, v in result.params.items()}
-            for k, v in result.params.items():
-                trained[k][rows] = v
+        aggregation.add(rows, result.params)
         del result
     if fed.device.type == "cuda":
         torch.cuda.synchronize(fed.device)
     run.watch.check(t, plan.clients, losses[0] if len(losses) == 1 else concat_results(losses))
-    if fold is not None:
-        fold.finish()
-    else:
-        alg.aggregate(t, plan, trained, fed)
+    aggregation.finish()
 
 
 def resume_hint(checkpointed: int) -> str:

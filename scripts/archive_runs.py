@@ -1,4 +1,4 @@
-"""Copy the finished runs of a sweep directory into a folder that is committed with the code.
+"""Keep the finished runs of a sweep directory in a pack committed with the code, and write them back out.
 
 Why: run folders live outside the repository (/work/runs, outputs/) and a working session's machine
 can be replaced between sessions, taking them along. A long sweep (the leaderboard: ~50 run-hours on
@@ -7,16 +7,20 @@ run's result files, not its checkpoints or logs:
 
 - config.yaml, summary.json and every table sealed in summary.json's `integrity` (metrics.csv,
   assignments.csv, cluster_sizes.csv, ...), plus `.hydra/overrides.yaml` where present (the command);
-- under the same relative path as in the sweep, so `fedcluster-report DEST` and
-  `fedcluster-report leaderboard DEST` read the archive as they read the sweep, and a sweep pointed at a
-  copy of the archive skips these jobs ("already holds this config's finished run");
-- each run is copied into a hidden temporary folder, checked against its seal there, and renamed into
-  place, so an interrupted archive leaves no half-copied run.
+- in one file per archive folder, DEST/runs.pack.json.gz (fedcluster/results/packs.py), each run under its
+  path relative to the sweep, so `fedcluster-report DEST`, `fedcluster-report leaderboard DEST` and
+  `fedcluster.load_runs(DEST)` read the pack as they read the sweep's folders;
+- each run is checked against its seal as it is read for the pack, and the pack is written to a temporary
+  file and renamed over the old one, so an interrupted archive leaves the pack as it was.
 
-A run already in DEST with the same summary.json is passed by; a different run at that path is an
-error, and nothing of it is replaced. Unfinished, diverged and damaged runs are left out and counted.
+A run already in the pack with the same summary.json is passed by; a different run at that path is an
+error, and nothing is replaced. Unfinished, diverged and damaged runs are left out and counted.
 
-  python scripts/archive_runs.py SWEEP_DIR DEST
+  python scripts/archive_runs.py SWEEP_DIR DEST            add SWEEP_DIR's finished runs to DEST's pack
+  python scripts/archive_runs.py --unpack DEST SWEEP_DIR   DEST's packed runs back as run folders under SWEEP_DIR
+                                                           (a sweep pointed there skips them: "already holds
+                                                           this config's finished run")
+  python scripts/archive_runs.py --pack-folders DEST       move run folders kept in DEST the old way into its pack
 """
 import argparse
 import os
@@ -28,11 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fedcluster.lifecycle.integrity import finished_run_problem  # noqa: E402
+from fedcluster.lifecycle.integrity import finished_run_problem, sealed_problem  # noqa: E402
 from fedcluster.lifecycle.rundir import plain_name  # noqa: E402
+from fedcluster.lifecycle.run_files import PackedFiles  # noqa: E402
+from fedcluster.results.packs import PACK_NAME, PackError, read_pack, relative_name, write_pack  # noqa: E402
 from fedcluster.results.runs import CONFIG_FILE, SUMMARY_FILE, discover  # noqa: E402
 
-OVERRIDES = Path(".hydra") / "overrides.yaml"
+OVERRIDES = ".hydra/overrides.yaml"
 
 
 class ArchiveError(Exception):
@@ -46,72 +52,180 @@ def kept_files(run_path: Path, summary: dict) -> list:
     if bad:   # a seal is data from the run's folder: it names files inside that folder, nothing else
         raise ArchiveError(f"{run_path}: its summary.json seals {bad[0]!r}, which is not a file name inside the run's "
                            "folder; nothing archived")
-    names = [Path(CONFIG_FILE), Path(SUMMARY_FILE)] + [Path(n) for n in sealed]
+    names = [CONFIG_FILE, SUMMARY_FILE] + sealed
     if (run_path / OVERRIDES).is_file():
         names.append(OVERRIDES)
-    links = [str(n) for n in names if (run_path / n).is_symlink() or (run_path / n.parent).is_symlink()]
+    links = [n for n in names if (run_path / n).is_symlink() or (run_path / n).parent.is_symlink()]
     if links:
         raise ArchiveError(f"{run_path}: {links[0]} is a symbolic link; the archive copies only the run's own files, "
                            "never what a link points to; nothing archived")
     return names
 
 
-def archive_one(run_path: Path, summary: dict, target: Path) -> str:
-    """Copy one run to `target`: 'archived', or 'present' when the same run is there already."""
-    if target.exists():
-        same = (target / SUMMARY_FILE).is_file() and \
-            (target / SUMMARY_FILE).read_bytes() == (run_path / SUMMARY_FILE).read_bytes()
-        if not same:
-            raise ArchiveError(f"{target} already holds a different run than {run_path}; nothing replaced "
-                               "(remove it from the archive first if the new run is meant to replace it)")
-        return "present"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", dir=target.parent))
+def packed_entry(run_path: Path, summary: dict) -> dict:
+    """{name: text} of the run's kept files, read once and checked against its seal as read."""
     try:
-        for name in kept_files(run_path, summary):
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(run_path / name, tmp / name)
-        problem = finished_run_problem(tmp, summary)
-        if problem is not None:
-            raise ArchiveError(f"{run_path}: the copy does not match its seal ({problem}); nothing archived")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)   # mkdtemp's folder is private; the archived run reads like any folder
-        os.rename(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    return "archived"
+        entry = {name: (run_path / name).read_bytes().decode("utf-8") for name in kept_files(run_path, summary)}
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArchiveError(f"{run_path}: a result file cannot be read as text ({type(e).__name__}); nothing archived") \
+            from None
+    problem = sealed_problem(PackedFiles(entry), summary)
+    if problem is not None:
+        raise ArchiveError(f"{run_path}: the files read do not match its seal ({problem}); nothing archived")
+    return entry
 
 
-def archive(src: Path, dest: Path) -> dict:
-    """Archive every finished run under src into dest; counts of what happened."""
-    if not src.is_dir():
-        raise ArchiveError(f"sweep directory {src} does not exist")
+def _dest_folder(dest: Path) -> None:
     if os.path.lexists(dest) and (dest.is_symlink() or not dest.is_dir()):
         raise ArchiveError(f"archive {dest} is {'a symbolic link' if dest.is_symlink() else 'an existing file'}, not a "
                            "folder; allowed: a folder (created where missing)")
+
+
+def _read(dest: Path) -> dict:
+    pack = dest / PACK_NAME
+    if not os.path.lexists(pack):
+        return {}
+    if pack.is_symlink() or not pack.is_file():
+        raise ArchiveError(f"{pack} is not a file of its own (a link or a folder); nothing archived")
+    try:
+        return read_pack(pack)
+    except PackError as e:
+        raise ArchiveError(f"{e}; nothing archived") from None
+
+
+def archive(src: Path, dest: Path) -> dict:
+    """Add every finished run under src to dest's pack; counts of what happened."""
+    if not src.is_dir():
+        raise ArchiveError(f"sweep directory {src} does not exist")
+    _dest_folder(dest)
     if dest.resolve() == src.resolve() or src.resolve() in dest.resolve().parents:
         raise ArchiveError(f"archive {dest} lies inside the sweep directory {src}; choose a folder outside it")
+    runs = _read(dest)
     found = discover(src)
     counts = {"archived": 0, "present": 0, "left out": len(found.skipped)}
+    added = {}
     for run in found.runs:
-        counts[archive_one(run.path, run.summary, dest / run.path.relative_to(src))] += 1
+        name = run.path.relative_to(src).as_posix()
+        old = runs.get(name) or _folder_entry(dest / name)
+        if old is not None:
+            if old.get(SUMMARY_FILE) != (run.path / SUMMARY_FILE).read_bytes().decode("utf-8", "replace"):
+                raise ArchiveError(f"{dest / name} already holds a different run than {run.path}; nothing replaced "
+                                   "(remove it from the archive first if the new run is meant to replace it)")
+            counts["present"] += 1
+            continue
+        added[name] = packed_entry(run.path, run.summary)
+        counts["archived"] += 1
+    if added:
+        dest.mkdir(parents=True, exist_ok=True)
+        write_pack(dest / PACK_NAME, {**runs, **added})
     return counts
+
+
+def _folder_entry(path: Path):
+    """A run kept in the archive folder the old way (a folder, before packs): {summary.json: text}, or None."""
+    f = path / SUMMARY_FILE
+    return {SUMMARY_FILE: f.read_bytes().decode("utf-8", "replace")} if f.is_file() and not f.is_symlink() else None
+
+
+def unpack(dest: Path, out: Path) -> dict:
+    """Write each run of dest's pack as a run folder under `out` (a new folder per run, written whole into a
+    temporary folder, checked against its seal, then renamed into place); a folder there already holding the same
+    run is passed by, a different one is an error."""
+    runs = _read(dest)
+    if not runs:
+        raise ArchiveError(f"{dest} holds no {PACK_NAME}; nothing unpacked")
+    _dest_folder(out)
+    counts = {"unpacked": 0, "present": 0}
+    for name in sorted(runs):
+        target = out / name
+        on_the_way = [target] + [p for p in target.parents if p == out or out in p.parents]
+        if any(p.is_symlink() for p in on_the_way):
+            raise ArchiveError(f"{target}: a symbolic link on the way; the archive writes only into folders of its own")
+        if os.path.lexists(target):
+            have = _folder_entry(target)
+            if have is None or have[SUMMARY_FILE] != runs[name].get(SUMMARY_FILE):
+                raise ArchiveError(f"{target} already holds something else than the packed run; nothing replaced")
+            counts["present"] += 1
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", dir=target.parent))
+        try:
+            for file, text in runs[name].items():
+                if not relative_name(file):
+                    raise ArchiveError(f"{dest / PACK_NAME}: run {name!r} names {file!r}, not a file inside its folder")
+                (tmp / file).parent.mkdir(parents=True, exist_ok=True)
+                with open(tmp / file, "xb") as f:
+                    f.write(text.encode("utf-8"))
+            import json
+            problem = finished_run_problem(tmp, json.loads(runs[name][SUMMARY_FILE]))
+            if problem is not None:
+                raise ArchiveError(f"{dest / PACK_NAME}: run {name!r} does not match its seal ({problem}); not unpacked")
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o777 & ~umask)
+            os.rename(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        counts["unpacked"] += 1
+    return counts
+
+
+def pack_folders(dest: Path) -> dict:
+    """Move the run folders kept in `dest` the old way (one folder per run) into its pack: each run read and checked
+    against its seal, the pack written, read back and compared, and only then the files packed removed (and the
+    folders they leave empty)."""
+    _dest_folder(dest)
+    runs = _read(dest)
+    found = discover(dest)
+    folders = [r for r in found.runs if not isinstance(r.files, PackedFiles)]   # what is not a finished, sealed run stays
+    added = {}
+    for run in folders:
+        name = run.path.relative_to(dest).as_posix()
+        if name in runs:
+            raise ArchiveError(f"{run.path} is both a folder and a packed run; nothing packed")
+        added[name] = packed_entry(run.path, run.summary)
+    if not added:
+        return {"packed": 0, "left": len(found.skipped)}
+    write_pack(dest / PACK_NAME, {**runs, **added})
+    if read_pack(dest / PACK_NAME) != {**runs, **added}:
+        raise ArchiveError(f"{dest / PACK_NAME} does not read back as written; the folders are kept")
+    for name, files in added.items():
+        for file in files:
+            (dest / name / file).unlink()
+        for d in sorted({(dest / name / f).parent for f in files}, key=lambda p: -len(p.parts)):
+            while d != dest and d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+                d = d.parent
+    return {"packed": len(added), "left": len(found.skipped)}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("src", type=Path, help="a sweep directory (or any folder of runs)")
-    p.add_argument("dest", type=Path, help="the archive folder (created where missing)")
+    p.add_argument("src", type=Path, help="a sweep directory (or any folder of runs); with --unpack: the archive folder")
+    p.add_argument("dest", type=Path, nargs="?", help="the archive folder (created where missing); with --unpack: "
+                                                      "the sweep directory to write the runs into")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--unpack", action="store_true", help="write SRC's packed runs as run folders under DEST")
+    mode.add_argument("--pack-folders", action="store_true", help="move SRC's run folders into its pack")
     a = p.parse_args(argv)
+    if a.dest is None and not a.pack_folders:
+        p.error("the archive folder (DEST) is required")
     try:
-        counts = archive(a.src, a.dest)
+        if a.pack_folders:
+            counts = pack_folders(a.src)
+            print(f"archive_runs.py: {counts['packed']} run folders moved into {a.src / PACK_NAME}, {counts['left']} "
+                  "not finished or not trusted (left as they are)")
+        elif a.unpack:
+            counts = unpack(a.src, a.dest)
+            print(f"archive_runs.py: {counts['unpacked']} runs written under {a.dest}, {counts['present']} already there")
+        else:
+            counts = archive(a.src, a.dest)
+            print(f"archive_runs.py: {counts['archived']} runs archived into {a.dest}, {counts['present']} already "
+                  f"there, {counts['left out']} not finished or not trusted (left out)")
     except ArchiveError as e:
         print(f"archive_runs.py: {e}", file=sys.stderr)
         return 2
-    print(f"archive_runs.py: {counts['archived']} runs archived into {a.dest}, {counts['present']} already there, "
-          f"{counts['left out']} not finished or not trusted (left out)")
     return 0
 
 

@@ -11,7 +11,6 @@ conf/preset/clove/ls3_participation.yaml, archives and the leaderboard's runs ca
 (a later folder's run of the same method, seed and condition replaces an earlier one's)
 """
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from fedcluster.lifecycle.io import write_text  # noqa: E402
 from fedcluster.results.compare import difference, mean_interval  # noqa: E402
+from fedcluster.results.runs import discover  # noqa: E402
 
 
 CONDITIONS = ("full", "holdout", "partial")
@@ -31,11 +31,11 @@ CONDITIONS = ("full", "holdout", "partial")
 def runs(folder: Path, partition: str, dataset: str) -> dict:
     """{condition: {method: {seed: summary}}} of the finished runs under `folder` on (dataset, partition)."""
     out = {c: {} for c in CONDITIONS}
-    for path in sorted(Path(folder).rglob("summary.json")):
-        s = json.loads(path.read_text())
-        if s.get("status") == "complete" and s.get("partition") == partition and s.get("dataset") == dataset:
-            s["run_config"] = yaml.safe_load((path.parent / "config.yaml").read_text())   # the run's whole config
-            out[condition(s["run_config"], path.parent)].setdefault(s["algorithm"], {})[int(s["seed"])] = s
+    for run in discover(Path(folder)).runs:   # finished runs whose seals hold, in folders or packs
+        s = dict(run.summary)
+        if s.get("partition") == partition and s.get("dataset") == dataset:
+            s["run_config"] = yaml.safe_load(run.files.read_text("config.yaml"))   # the run's whole config
+            out[condition(s["run_config"], run.path)].setdefault(s["algorithm"], {})[int(s["seed"])] = s
     return out
 
 

@@ -26,6 +26,16 @@ fedcluster "${common[@]}" "${img[@]}" algorithm=fedproto engine=batched hydra.ru
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedavg engine=sequential hydra.run.dir="$out/fedavg_sequential"
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedala hydra.run.dir="$out/fedala"
 fedcluster "${common[@]}" "${img[@]}" algorithm=fedem hydra.run.dir="$out/fedem_img"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fesem hydra.run.dir="$out/fesem"
+fedcluster "${common[@]}" "${img[@]}" algorithm=flexcfl hydra.run.dir="$out/flexcfl"
+fedcluster "${common[@]}" "${img[@]}" algorithm=pacfl hydra.run.dir="$out/pacfl"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedavg_plus algorithm.num_clusters=2 hydra.run.dir="$out/fedavg_plus"
+# several chunks per round (each chunk's rows folded, or gathered, before the next trains)
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedavg hardware.chunk=5 hydra.run.dir="$out/fedavg_chunked"
+fedcluster "${common[@]}" "${img[@]}" algorithm=cfl algorithm.split_after_round=2 algorithm.eps1=10 algorithm.eps2=0 hardware.chunk=5 hydra.run.dir="$out/cfl_chunked"
+fedcluster "${common[@]}" "${img[@]}" algorithm=ifca_cam algorithm.warmup_rounds=2 hardware.chunk=5 hydra.run.dir="$out/ifca_cam_chunked"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fesem_cam hardware.chunk=5 hydra.run.dir="$out/fesem_cam_chunked"
+fedcluster "${common[@]}" "${img[@]}" algorithm=fedavg_plus algorithm.num_clusters=2 hardware.chunk=5 hydra.run.dir="$out/fedavg_plus_chunked"
 skew=(dataset=fashion_mnist 'dataset.distributions=[{rotation: 0}]' dataset.train_size=4000 model=lenet partition.num_clients=8 partition.samples_per_client=100
       partition.test_samples_per_client=20 train.steps=4 train.batch_size=16 train.lr=0.01 rounds=3 eval_every=1)
 fedcluster "${common[@]}" "${skew[@]}" partition=feature_skew num_clusters=4 algorithm=ifca hydra.run.dir="$out/feature_skew"

@@ -66,9 +66,9 @@ def softmax_grad(W, b, x, y):
 
 def die_in_round(monkeypatch, cls, at_round: int, error: Exception):
     """Make every run of algorithm class `cls` raise `error` in round `at_round` (0-based), where the
-    round hands its trained rows over: `aggregate`, or `fold` for a method whose aggregation folds
-    chunk by chunk (algorithms/fold.py). Returns the function that undoes it."""
-    originals = {name: getattr(cls, name) for name in ("aggregate", "fold")}
+    round asks for its aggregation (algorithms/fold.py), before its clients train. Returns the function that
+    undoes it."""
+    originals = {name: getattr(cls, name) for name in ("aggregation",)}
 
     def dying(name):
         def method(self, t, *args, **kwargs):
@@ -89,3 +89,54 @@ def die_in_round(monkeypatch, cls, at_round: int, error: Exception):
 # fedsoft_letters: FedSoft; fedprox_plus: fedavg_plus's ensemble of FedProx): the same code resumes, packs and scores them,
 # so the every-algorithm tests keep them out of CI's 15 minutes (`pytest -m slow` runs them)
 SAME_CLASS_AS_ANOTHER = ("cfl_calibrated", "fedem_top", "fedsoft_cifar", "fedsoft_letters", "fedprox_plus")
+
+
+def assert_config_is_what_ran(run_dir):
+    """Issue 77: config.yaml records the run as it was settled: every key summary.json's `config` and top level
+    record holds the same value there (K included, where the request left it to the data)."""
+    import json
+    import yaml
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    recorded = summary["config"]
+    assert recorded and {k: config.get(k) for k in recorded} == recorded, \
+        [k for k in recorded if config.get(k) != recorded[k]]
+    assert config["num_clusters"] is not None   # settled: the data's own count where the request left it null
+    assert (summary["algorithm"], summary["dataset"], summary["partition"], summary["model"]) == \
+        tuple(config[g]["name"] for g in ("algorithm", "dataset", "partition", "model"))
+    assert (summary["seed"], summary["rounds"], summary["table"]) == (config["seed"], config["rounds"], config.get("table"))
+
+
+def archived_run_names(folder) -> list:
+    """The folder names of the finished runs archived under `folder` (in packs or folders: results/packs.py)."""
+    from fedcluster.results.runs import discover
+    return [r.path.name for r in discover(folder).runs]
+
+
+def unpacked_copy(src, dest):
+    """A copy of the archive folder `src` at `dest` with every packed run written out as its run folder, as a
+    sweep directory holds them (scripts/archive_runs.py --unpack)."""
+    import importlib.util
+    import shutil
+    from fedcluster.results.packs import PACK_NAME
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(PACK_NAME))
+    spec = importlib.util.spec_from_file_location("archive_runs_for_tests", ROOT / "scripts" / "archive_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for pack in sorted(src.rglob(PACK_NAME)):
+        module.unpack(pack.parent, dest / pack.parent.relative_to(src))
+    return dest
+
+
+def reseal(run_dir, config: dict) -> None:
+    """Seal the finished run in `run_dir` anew after a test has rewritten its config.yaml to `config` (fingerprint
+    and summary digest recomputed), so it stands as a run of that config would."""
+    import json
+    from fedcluster.lifecycle.identity import config_fingerprint
+    from fedcluster.lifecycle.integrity import summary_digest
+    path = run_dir / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["integrity"]["config_fingerprint"] = config_fingerprint(config)
+    summary["integrity"].pop("summary_sha256", None)
+    summary["integrity"]["summary_sha256"] = summary_digest(summary)
+    path.write_text(json.dumps(summary))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.assemble import build
 from fedcluster.engine.clients import run_clients
 from fedcluster.lifecycle.record import RunRecord
@@ -71,7 +72,7 @@ def test_what_changes_between_rounds_is_declared_state(algorithm, data_root):
         plan = alg.plan(t, fed)
         result = run_clients(t, plan, trainer, fed.data.train, "sequential", 0, record.client_rows(plan, alg, trainer, fed))
         record.keep_client_rows(plan, result)
-        alg.aggregate(t, plan, result.params, fed)
+        aggregate_at_once(alg.aggregation(t, plan, fed), result.params)
     assert _undeclared(alg, before, "algorithm") == []
     assert set(alg.state_dict()) <= set(alg.state) | {"base", "members"}
 

@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms import IFCA, FedAvg, FedProx, FedSoft
 from fedcluster.algorithms.base import RoundPlan
 from fedcluster.engine.terms import Proximal
@@ -42,7 +43,7 @@ def test_fedsoft_centers_are_plain_means_over_each_selection():
     alg.local = {"w": torch.zeros(4, 3)}
     alg.selection = torch.tensor([[0, 1], [1, 3]])
     trained = {"w": torch.tensor([[1.0, 1, 1], [3, 3, 3], [5, 5, 5]])}
-    alg.aggregate(0, RoundPlan(torch.tensor([0, 1, 3]), None), trained, _Fed([10, 20, 30, 40]))
+    aggregate_at_once(alg.aggregation(0, RoundPlan(torch.tensor([0, 1, 3]), None), _Fed([10, 20, 30, 40])), trained)
     assert torch.equal(alg.local["w"][2], torch.zeros(3))          # not selected: unchanged
     assert torch.allclose(alg.centers["w"][0], torch.full((3,), 2.0))   # mean of clients 0, 1
     assert torch.allclose(alg.centers["w"][1], torch.full((3,), 4.0))   # mean of clients 1, 3
@@ -53,7 +54,7 @@ def test_ifca_aggregates_by_assignment_weighted_by_size_and_keeps_empty_clusters
     alg.centers = {"w": torch.tensor([[0.0], [0.0], [7.0]])}
     alg.assignment = torch.tensor([0, 1, 0])
     trained = {"w": torch.tensor([[1.0], [2.0], [4.0]])}
-    alg.aggregate(0, RoundPlan(torch.tensor([0, 1, 2]), None), trained, _Fed([10, 20, 30]))
+    aggregate_at_once(alg.aggregation(0, RoundPlan(torch.tensor([0, 1, 2]), None), _Fed([10, 20, 30])), trained)
     assert torch.allclose(alg.centers["w"][:, 0], torch.tensor([(10 * 1 + 30 * 4) / 40, 2.0, 7.0]))
 
 
@@ -73,7 +74,7 @@ def test_ifca_assigns_min_mean_loss():
 def test_fedavg_weighted_average_and_fedprox_coefficients():
     alg = FedAvg()
     trained = {"w": torch.tensor([[1.0, 0.0], [4.0, 3.0]])}
-    alg.aggregate(0, RoundPlan(torch.tensor([0, 1]), None), trained, _Fed([1, 2]))
+    aggregate_at_once(alg.aggregation(0, RoundPlan(torch.tensor([0, 1]), None), _Fed([1, 2])), trained)
     assert torch.allclose(alg.global_model["w"], torch.tensor([[3.0, 2.0]]))
 
     prox = FedProx(mu=0.5)

@@ -11,6 +11,8 @@ import sys
 import torch
 
 from conftest import ROOT, SMALL
+from fedcluster.algorithms import RoundPlan
+from fedcluster.algorithms.fold import aggregate_at_once
 
 
 def _blocks():
@@ -38,7 +40,7 @@ def test_the_worked_example_runs(tmp_path, monkeypatch):
     try:
         alg = importlib.import_module("mypkg").FedMedian()
         trained = {"w": torch.tensor([[1.0, 9.0], [2.0, -1.0], [7.0, 3.0]])}
-        alg.aggregate(0, None, trained, None)
+        aggregate_at_once(alg.aggregation(0, RoundPlan(torch.arange(3), None), None), trained)
         assert alg.global_model["w"].tolist() == [[2.0, 3.0]]   # the median, not the mean [3.33, 3.67]
     finally:
         sys.modules.pop("mypkg", None)

@@ -1,11 +1,12 @@
-"""scripts/archive_runs.py: finished runs are copied into a committed folder with their seals holding,
-without checkpoints; the archive reads as the sweep did, a sweep finds its jobs there finished, and a
+"""scripts/archive_runs.py: finished runs are kept in a committed pack with their seals holding, without
+checkpoints; the pack reads as the sweep did, a sweep finds its jobs finished where the pack is unpacked, and a
 different run at an archived path is refused, nothing replaced."""
 import importlib.util
 import json
 import shutil
 
 from conftest import ROOT
+from fedcluster.results.packs import PACK_NAME, read_pack
 from fedcluster.results.runs import discover
 from fedcluster.runner import run
 
@@ -26,23 +27,28 @@ def test_finished_runs_are_archived_sealed_and_a_sweep_finds_them_finished(small
 
     assert archive_runs.main([str(sweep), str(dest)]) == 0
     assert "2 runs archived" in capsys.readouterr().out
-    assert not (dest / "algorithm=ifca,seed=2").exists()
+    assert [p.name for p in dest.iterdir()] == [PACK_NAME]   # one file for the whole archive, no temporary left
+    packed = read_pack(dest / PACK_NAME)
+    assert sorted(packed) == sorted(cfgs)                      # the unfinished run is left out
     for name in cfgs:   # the result files only: no log, no figure, no checkpoint
         sealed = set(json.loads((sweep / name / "summary.json").read_text())["integrity"]["files"])
-        assert {p.name for p in (dest / name).iterdir()} == {"config.yaml", "summary.json"} | sealed
+        assert set(packed[name]) == {"config.yaml", "summary.json"} | sealed
         assert "metrics.csv" in sealed and {p.name for p in (sweep / name).iterdir()} > sealed | {"summary.json"}
     before, after = discover(sweep), discover(dest)
     assert [r.summary for r in after.runs] == [r.summary for r in before.runs] and not after.skipped
-    for name in cfgs:
-        assert (dest / name / "metrics.csv").read_bytes() == (sweep / name / "metrics.csv").read_bytes()
-    assert not [p for p in dest.iterdir() if p.name.startswith(".")]   # no temporary folder left
+    assert [r.path.relative_to(dest) for r in after.runs] == [r.path.relative_to(sweep) for r in before.runs]
+    for name, r in zip(sorted(cfgs), after.runs):
+        assert r.files.read_bytes("metrics.csv") == (sweep / name / "metrics.csv").read_bytes()
 
-    # again: nothing copied; and the same config run into the archive is found finished, not redone
+    # again: nothing copied; and the same config run into the unpacked archive is found finished, not redone
     assert archive_runs.main([str(sweep), str(dest)]) == 0
     out = capsys.readouterr().out
     assert "0 runs archived" in out and "2 already there" in out
+    assert archive_runs.main(["--unpack", str(dest), str(tmp_path / "resumed")]) == 0
+    assert "2 runs written" in capsys.readouterr().out
     name = "algorithm=ifca,seed=0"
-    summary = run(cfgs[name], dest / name)
+    assert (tmp_path / "resumed" / name / "metrics.csv").read_bytes() == (sweep / name / "metrics.csv").read_bytes()
+    summary = run(cfgs[name], tmp_path / "resumed" / name)
     assert summary.get("already_complete") is True
 
 
@@ -51,12 +57,12 @@ def test_a_different_run_at_an_archived_path_is_refused_and_kept(small_cfg, tmp_
     run(small_cfg("seed=0", algorithm="ifca"), sweep / "job")
     run(small_cfg("seed=1", algorithm="ifca"), other / "job")
     assert archive_runs.main([str(sweep), str(dest)]) == 0
-    kept = (dest / "job" / "summary.json").read_bytes()
+    kept = (dest / PACK_NAME).read_bytes()
     capsys.readouterr()
     assert archive_runs.main([str(other), str(dest)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "already holds a different run" in err and "nothing replaced" in err
-    assert (dest / "job" / "summary.json").read_bytes() == kept
+    assert (dest / PACK_NAME).read_bytes() == kept
     assert archive_runs.main([str(sweep), str(sweep / "inside")]) == 2   # an archive inside the sweep is refused
     assert "inside the sweep directory" in capsys.readouterr().err
 
@@ -104,8 +110,8 @@ def test_the_revision_is_read_when_the_run_starts_not_when_it_ends(small_cfg, tm
     monkeypatch.setattr(provenance, "_git", fake_git)
     real_build = runner.build
 
-    def build_then_move_the_checkout(cfg):
-        built = real_build(cfg)
+    def build_then_move_the_checkout(cfg, *inputs):
+        built = real_build(cfg, *inputs)
         now["head"] = next(heads)
         return built
     monkeypatch.setattr(runner, "build", build_then_move_the_checkout)

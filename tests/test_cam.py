@@ -7,10 +7,10 @@ import torch
 
 from fedcluster.algorithms import CAM, IFCA
 from fedcluster.algorithms.base import RoundPlan, concat_plans, split_rows
+from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.engine.terms import Proximal
 from fedcluster.algorithms.ensemble import soft_vote
 from fedcluster.algorithms.fesem import fc_parameter_names
-from fedcluster.algorithms.ifca import global_share_update
 from fedcluster.algorithms.kmeans import kmeans_plus_plus, weighted_kmeans
 from fedcluster.data.federated import ClientSplit
 from fedcluster.models import LeNetCNN
@@ -20,8 +20,11 @@ def test_eq6_cluster_update_moves_by_share_of_all_data():
     centers = {"w": torch.tensor([[0.0, 0.0], [10.0, 10.0], [5.0, 5.0]])}
     trained = {"w": torch.tensor([[2.0, 4.0], [6.0, 8.0], [20.0, 20.0]])}
     groups = torch.tensor([0, 0, 1])          # cluster 2 got no client
-    sizes = torch.tensor([10.0, 30.0, 20.0])
-    out = global_share_update(centers, trained, groups, sizes, total=100.0)
+    alg = IFCA(num_clusters=3, update="eq6")
+    alg.centers, alg.assignment = centers, torch.cat([groups, torch.tensor([2])])   # client 3 did not train
+    fed = type("Fed", (), {"sizes": torch.tensor([10.0, 30.0, 20.0, 40.0])})()   # n = 100 over all clients
+    aggregate_at_once(alg.aggregation(0, RoundPlan(torch.tensor([0, 1, 2]), None), fed), trained)
+    out = alg.centers
     # Theta_0 = (1 - 0.4) * 0 + 0.1 * [2, 4] + 0.3 * [6, 8]
     torch.testing.assert_close(out["w"][0], torch.tensor([0.2 + 1.8, 0.4 + 2.4]))
     # Theta_1 = 0.8 * 10 + 0.2 * 20

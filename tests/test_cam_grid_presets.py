@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, make_cfg
+from conftest import ROOT, archived_run_names, make_cfg
 from fakedata import write_mnist_like
 from fedcluster.command.rows_sweeper import row_jobs
 from rows_grid import PARSER, grid, name
@@ -39,7 +39,7 @@ def test_the_archived_gpu_runs_are_jobs_of_the_grids_by_name():
     """The H100 sessions' run folders (archived under docs/results) carry exactly a grid job's name, so copying
     the archive into a sweep directory makes the grid skip them."""
     names = {name(j) for t in ("table1", "table2") for j in grid(f"cam/fmnist/{t}", ["hardware=cuda"])}
-    archived = [p.parent.name for p in (ARCHIVE / "h100").rglob("summary.json")]
+    archived = archived_run_names(ARCHIVE / "h100")
     assert len(archived) >= 49 and [a for a in archived if a not in names] == []
 
 

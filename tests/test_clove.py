@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import torch
 
+from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms.cfl import bipartition, flat_updates, split_criterion
 from fedcluster.algorithms.clove import cluster_vectors, match_groups_to_models
 from fedcluster.evaluation import convergence
@@ -204,7 +205,7 @@ def test_option2_server_step_on_the_weighted_mean_gradient(server_optimizer):
     grads = {"w": torch.tensor([[1.0, -2.0], [4.0, 4.0], [0.0, 0.0]])}
     fed = _LossFed(np.zeros((3, 2)))
     fed.sizes = torch.tensor([10.0, 30.0, 60.0])
-    alg.aggregate(0, RoundPlan(torch.arange(3), None, local="gradient"), grads, fed)
+    aggregate_at_once(alg.aggregation(0, RoundPlan(torch.arange(3), None, local="gradient"), fed), grads)
     g = (10 * grads["w"][0] + 30 * grads["w"][1]) / 100
     step = g if server_optimizer == "sgd" else g / (g.abs() + 1e-8)
     assert torch.allclose(alg.centers["w"][0], torch.tensor([1.0, 1.0]) - lr * step, atol=1e-6)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conftest import ENGINE_CHECK, IMAGE_SKEW, make_cfg
+from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms.fedpac import (collaboration_matrix, feature_statistics, head_names, head_weights,
                                           solve_simplex_qp)
 from fedcluster.engine.local import LocalJob, LocalTrainer
@@ -175,7 +176,7 @@ def test_clients_share_the_extractor_and_keep_their_own_heads(tmp_path, fmnist_r
     plan = alg.plan(0, fed)
     assert [p.trainable for p in plan.phases] == [tuple(alg._head), tuple(alg._body)]
     result = run_clients(0, plan, trainer, fed.data.train, "sequential", 0)
-    alg.aggregate(0, plan, result.params, fed)
+    aggregate_at_once(alg.aggregation(0, plan, fed), result.params)
     for k in alg._body:
         assert torch.equal(alg.local[k], alg.local[k][:1].expand_as(alg.local[k]))
     heads = alg.local[alg._head[0]]
@@ -227,17 +228,17 @@ def test_a_stopped_run_resumes_to_the_same_metrics(tmp_path, fmnist_root, monkey
     from fedcluster.algorithms.fedpac import FedPAC
     overrides = IMAGES + [f"dataset.root={fmnist_root}", "rounds=4", "checkpoint_every=2"]
     run(make_cfg(overrides), tmp_path / "whole")
-    original = FedPAC.aggregate
+    original = FedPAC.aggregation
 
     def dies_in_round_4(self, t, *args):
         if t == 3:
             raise KeyboardInterrupt
         return original(self, t, *args)
-    monkeypatch.setattr(FedPAC, "aggregate", dies_in_round_4)
+    monkeypatch.setattr(FedPAC, "aggregation", dies_in_round_4)
     from fedcluster.errors import RunInterrupted
     with pytest.raises(RunInterrupted):
         run(make_cfg(overrides), tmp_path / "resumed")
-    monkeypatch.setattr(FedPAC, "aggregate", original)
+    monkeypatch.setattr(FedPAC, "aggregation", original)
     run(make_cfg(overrides), tmp_path / "resumed")
     a, b = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("whole", "resumed"))
     pd.testing.assert_frame_equal(a, b)

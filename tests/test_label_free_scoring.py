@@ -13,6 +13,7 @@ import torch
 
 from conftest import CONF, make_cfg, SAME_CLASS_AS_ANOTHER
 from fakedata import write_mnist_like
+from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.assemble import build, choose_engine
 from fedcluster.engine.clients import run_clients
 from test_every_option import CONTEXT, shrink
@@ -42,7 +43,7 @@ def trained(overrides, root, rounds=2, adjust=None, local_training=False):
     for t in range(rounds):
         plan = alg.plan(t, fed)
         result = run_clients(t, plan, trainer, fed.data.train, engine, cfg.seed)
-        alg.aggregate(t, plan, result.params, fed)
+        aggregate_at_once(alg.aggregation(t, plan, fed), result.params)
     if local_training:
         from fedcluster.runner import newcomer_training
         train = newcomer_training(trainer, engine, cfg.seed, None)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from conftest import ROOT, make_cfg
+from conftest import ROOT, archived_run_names, make_cfg, reseal, unpacked_copy
 from rows_grid import grid, name
 
 spec = importlib.util.spec_from_file_location("participation_table", ROOT / "scripts" / "participation_table.py")
@@ -48,12 +48,14 @@ def test_each_run_is_placed_by_its_own_config(edit, expected):
 
 
 def test_a_run_that_holds_out_and_samples_clients_is_refused_by_name(tmp_path):
-    source = next((RESULTS / "participation_ls3" / "holdout").glob("algorithm=cfl,*seed=0"))
+    unpacked_copy(RESULTS / "participation_ls3" / "holdout", tmp_path / "holdout")
+    source = next((tmp_path / "holdout").glob("algorithm=cfl,*seed=0"))
     both = tmp_path / "runs" / "both"
     shutil.copytree(source, both)
     config = yaml.safe_load((both / "config.yaml").read_text())
     config["algorithm"]["client_fraction"] = 0.5
     (both / "config.yaml").write_text(yaml.safe_dump(config))
+    reseal(both, config)   # a run sealed so (not an edited one, which is never read)
     assert json.loads((both / "summary.json").read_text())["status"] == "complete"
     with pytest.raises(SystemExit, match=f"{both}.*both holds clients out and samples them"):
         participation_table.main([str(tmp_path / "runs")])
@@ -81,7 +83,7 @@ def test_a_method_chosen_on_the_command_line_keeps_its_three_conditions_and_the_
     jobs = grid("clove/ls3_participation", ["algorithm=fesem,flexcfl,pacfl", "hardware=cuda"])
     assert len(jobs) == 3 * 3 * 3 and all("hardware=cuda" in j for j in jobs)
     names = {name(j) for j in grid("clove/ls3_participation")}
-    archived = {p.parent.name for p in (RESULTS / "participation_ls3").rglob("summary.json")}
+    archived = set(archived_run_names(RESULTS / "participation_ls3"))
     # the runs made after the grid's keys settled are its jobs by name (FedSoft's earlier ones carry its image
     # settings as overrides, the first partial ones the top-level client_dropout of their day)
     later = {a for a in archived if "algorithm=cfl," in a or "algorithm=ifca_cam," in a}
@@ -90,8 +92,7 @@ def test_a_method_chosen_on_the_command_line_keeps_its_three_conditions_and_the_
 
 def test_a_cell_with_fewer_seeds_than_the_table_says_how_many(tmp_path, capsys):
     """Runs still to come (a sweep in progress) leave a cell on fewer seeds: it says so, the others do not."""
-    runs = tmp_path / "runs"
-    shutil.copytree(RESULTS / "participation_ls3", runs)
+    runs = unpacked_copy(RESULTS / "participation_ls3", tmp_path / "runs")
     for seed in (1, 2):
         shutil.rmtree(next((runs / "holdout").glob(f"algorithm=cfl,*seed={seed}")))
     shutil.rmtree(next((runs / "partial").glob("*algorithm=cfl,*seed=2")))

@@ -263,10 +263,14 @@ def test_runs_recorded_with_the_retired_top_level_warm_up_join_those_without_it(
 
 
 def test_a_k_set_on_the_algorithm_names_its_row_and_a_k_that_repeats_the_settings_does_not(tmp_path):
-    runs(tmp_path, "fedsoft", FEDSOFT, [0, 1], [1.0, 2.0])
+    # the setting's K is 3 (a run records the K it settled to, so its own count is never null there), each
+    # IFCA run's K is set on the algorithm itself
+    for seed, mse in ((0, 1.0), (1, 2.0)):
+        make_run(tmp_path / f"fedsoft_s{seed}", seed, {"algorithm": FEDSOFT, "num_clusters": 3},
+                 {"local": {"local_test_mse": mse}, "ari": 1.0})
     for k, mse in ((2, 4.0), (4, 6.0)):
         for seed in (0, 1):
-            make_run(tmp_path / f"ifca_k{k}_s{seed}", seed, {"algorithm.num_clusters": k},
+            make_run(tmp_path / f"ifca_k{k}_s{seed}", seed, {"algorithm.num_clusters": k, "num_clusters": 3},
                      {"local": {"local_test_mse": mse + seed}})
     build_report(tmp_path, baseline="fedsoft")
     diff = pd.read_csv(tmp_path / "report_runs_vs_fedsoft.csv").set_index("method")

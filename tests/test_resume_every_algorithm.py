@@ -7,7 +7,7 @@ import pytest
 import fedcluster.runner as runner
 from fedcluster.runner import run
 
-from conftest import CONF, SAME_CLASS_AS_ANOTHER, make_cfg
+from conftest import CONF, SAME_CLASS_AS_ANOTHER, assert_config_is_what_ran, make_cfg
 from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture
 from test_chunked_rounds import chunked_metrics_match
 
@@ -19,7 +19,9 @@ class Died(Exception):
 
 
 def resume_config(algorithm, root):
-    cfg = shrink(make_cfg(CONTEXT["algorithm"] + [f"algorithm={algorithm}"]), root)
+    """num_clusters=null: K left to the data (cluster_dirichlet's 2 clusters), settled before it is recorded."""
+    cfg = shrink(make_cfg(CONTEXT["algorithm"] + [f"algorithm={algorithm}", "num_clusters=null", "partition.num_clusters=2"]),
+                 root)
     cfg.rounds, cfg.checkpoint_every, cfg.eval_every = 2, 1, 1
     return cfg
 
@@ -30,6 +32,7 @@ def resume_config(algorithm, root):
                                        for a in ALGORITHMS])
 def test_every_algorithm_resumes_to_the_uninterrupted_metrics(algorithm, data_root, tmp_path, monkeypatch):
     run(resume_config(algorithm, data_root), tmp_path / "straight")
+    assert_config_is_what_ran(tmp_path / "straight")
     original = runner.client_chunks
 
     def dies_in_round_2(t, *args, **kwargs):

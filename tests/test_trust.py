@@ -411,7 +411,7 @@ def test_a_refusal_after_the_directory_exists_removes_only_what_it_created(tmp_p
     import fedcluster.runner as runner_module
     (tmp_path / "X").mkdir()
 
-    def fails(cfg):
+    def fails(cfg, *inputs):
         raise ConfigError("dataset: forced failure while building")
     monkeypatch.setattr(runner_module, "build", fails)
     with pytest.raises(ConfigError, match="forced failure"):

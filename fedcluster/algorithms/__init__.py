@@ -20,6 +20,7 @@ from .fedsoft import FedSoft
 from .fesem import FeSEM
 from .ifca import IFCA
 from .flexcfl import FlexCFL
+from .fold import Fold, gathered
 from .local import LocalOnly
 from .pacfl import PACFL
 from .perfedavg import PerFedAvg
@@ -28,4 +29,5 @@ for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "Phase", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
-           "FedEM", "FedPAC", "FedProto", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "IFCA", "LocalOnly", "PACFL", "PerFedAvg"]
+           "FedEM", "FedPAC", "FedProto", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "Fold", "IFCA", "LocalOnly", "PACFL",
+           "PerFedAvg", "gathered"]

@@ -2,8 +2,8 @@
 
 Each round the loop asks `plan(t)` which clients train, from which parameters and on
 which terms of the local objective (engine/terms.py); it trains them (batched or sequential engine), or only takes each
-one's full-batch gradient when the plan says `local="gradient"`, and hands the results to
-`aggregate(t, plan, trained)`. Between rounds it evaluates `cluster_models()`
+one's full-batch gradient when the plan says `local="gradient"`, and folds the results into
+`aggregation(t, plan, fed)`, the method's one statement of how they reduce (algorithms/fold.py). Between rounds it evaluates `cluster_models()`
 on every distribution's test set and `predictors()` (each client's own predictor) on
 every client's data, and `newcomer_models()` on the clients held out of training."""
 from dataclasses import dataclass, field
@@ -37,9 +37,9 @@ class RoundPlan:
     clients: torch.Tensor                  # [M] indices of the clients that train this round (may repeat)
     start: "Stack | Rows"                  # [M] their starting parameters (Rows: read when trained)
     terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py)
-    # What the clients compute: "train" (local training by the engines; `aggregate` gets the
+    # What the clients compute: "train" (local training by the engines; the aggregation gets the
     # trained parameters) or "gradient" (no step: each row's gradient of its client's mean loss
-    # over all its training samples at `start`; `aggregate` gets those gradients, CLoVE Option II)
+    # over all its training samples at `start`; the aggregation gets those gradients, CLoVE Option II)
     local: str = "train"
     parts: List["RoundPlan"] = field(default_factory=list)   # the plans this one joins (concat_plans)
     # Local training in stages, each updating some parameters (Phase); empty: one stage that
@@ -65,8 +65,8 @@ class RoundPlan:
 
 def concat_plans(plans: List[RoundPlan]) -> RoundPlan:
     """One plan that trains the rows of all `plans` together, each with its own terms (see
-    terms.concat_terms); `parts` keeps the plans, so `aggregate` gets each one's rows back with
-    `plan.split(trained)`. Used to train several models per client in one batched computation
+    terms.concat_terms); `parts` keeps the plans, so the aggregation gets each one's rows back (fold.Parts, or
+    `plan.split(trained)` over all of them). Used to train several models per client in one batched computation
     (Fed-CAM's two threads, ensemble members, FedEM's components)."""
     if any(p.local != "train" for p in plans):
         raise ValueError("concat_plans: only training plans can be trained together")
@@ -109,21 +109,19 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
     def plan(self, t: int, fed: Federation) -> RoundPlan:
         raise NotImplementedError
 
-    def aggregate(self, t: int, plan: RoundPlan, trained: Stack, fed: Federation) -> None:
+    def aggregation(self, t: int, plan: RoundPlan, fed: Federation) -> Fold:
+        """How this round's trained rows reduce into the method's models, stated once, as a fold over the chunks of
+        rows the round trains (algorithms/fold.py): a sum over clients folds chunk by chunk; an aggregation that
+        needs every update at once is written over all of them and marked `@gathered`."""
         raise NotImplementedError
 
-    def fold(self, t: int, plan: RoundPlan, fed: Federation) -> Optional[Fold]:
-        """The round's aggregation as a fold over chunks of trained rows (algorithms/fold.py), for
-        an aggregation that is a sum over clients; None (default): the rows are gathered and
-        `aggregate` gets them all at once."""
-        return None
-
-    def round_fold(self, t: int, plan: RoundPlan, fed: Federation) -> Optional[Fold]:
-        """`fold`, unless a class below the one that wrote it overrides `aggregate` (its fold would
-        skip that aggregation): then None, and the round gathers its rows for `aggregate`."""
-        mro = type(self).__mro__
-        where = {name: next(i for i, c in enumerate(mro) if name in c.__dict__) for name in ("fold", "aggregate")}
-        return self.fold(t, plan, fed) if where["fold"] <= where["aggregate"] else None
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        old = [name for name in ("aggregate", "fold", "round_fold") if name in cls.__dict__]
+        if old:
+            raise TypeError(f"{cls.__qualname__} defines {old[0]}(): an algorithm states its aggregation once, as "
+                            "aggregation(t, plan, fed) -> Fold (algorithms/fold.py); one written over every trained "
+                            "row at once is `@gathered def aggregation(self, t, plan, trained, fed)`")
 
     def cluster_models(self) -> Optional[Stack]:
         """[K] models meant to serve whole distributions (None if the method has none)."""

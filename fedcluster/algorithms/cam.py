@@ -9,7 +9,7 @@ from ..engine.forward import outputs_on_clients, outputs_paired
 from ..engine.terms import FrozenOffset
 from ..settings import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans
-from .components import for_clients, global_mean_fold, sample_weighted_mean
+from .components import for_clients, global_mean_fold
 from .fold import Parts
 
 WARMUPS = ("fedavg", "base")
@@ -81,32 +81,17 @@ class CAM(Algorithm):
         global_plan = RoundPlan(clients, for_clients(self.global_model, clients), [FrozenOffset(partner)])
         return concat_plans([cluster_plan, global_plan])
 
-    def aggregate(self, t, plan, trained, fed):
-        phase = self.phase(t)
-        if phase == "fedavg":
-            self.global_model = sample_weighted_mean(trained, plan.clients, fed)
-            return
-        if phase == "base":
-            self.base.aggregate(t, plan, trained, fed)
-            return
-        cluster_plan, global_plan = plan.parts
-        cluster_part, global_part = plan.split(trained)
-        self.base.aggregate(t, cluster_plan, cluster_part, fed)
-        self.global_model = sample_weighted_mean(global_part, global_plan.clients, fed)   # eq. (9)
-
-    def fold(self, t, plan, fed):
-        """As `aggregate`, chunk by chunk, where the base method's aggregation folds too."""
+    def aggregation(self, t, plan, fed):
+        """The base method's aggregation of the theta_i (eq. 6 / eq. 11), and Theta_g = sum_i n_i/n theta_i^0
+        (eq. 9), each part of the round's rows folded into its own; during a FedAvg warm-up, Theta_g alone."""
         phase = self.phase(t)
         set_global = lambda mean: setattr(self, "global_model", mean)   # noqa: E731
         if phase == "fedavg":
             return global_mean_fold(plan.clients, fed, set_global)
         if phase == "base":
-            return self.base.round_fold(t, plan, fed)
+            return self.base.aggregation(t, plan, fed)
         cluster_plan, global_plan = plan.parts
-        base = self.base.round_fold(t, cluster_plan, fed)
-        if base is None:
-            return None
-        return Parts([(len(cluster_plan.clients), base),
+        return Parts([(len(cluster_plan.clients), self.base.aggregation(t, cluster_plan, fed)),
                       (len(global_plan.clients), global_mean_fold(global_plan.clients, fed, set_global))])   # eq. (9)
 
     def predictors(self, fed, split, partner=None):

@@ -26,6 +26,7 @@ from ..models.stacked import Stack
 from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
+from .fold import gathered
 
 
 def flat_updates(trained: Stack, start: Stack) -> torch.Tensor:
@@ -87,7 +88,8 @@ class CFL(ClusteredAlgorithm):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)   # the authors' CFL: every client, every round
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         """Row r of `trained` and `plan.start` is client plan.clients[r]; `members` below are rows."""
         updates = flat_updates(trained, plan.start)
         sizes = fed.sizes[plan.clients].double()

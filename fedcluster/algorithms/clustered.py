@@ -6,7 +6,7 @@ import torch
 from ..errors import ConfigError
 from ..models.rows import rows_of
 from ..models.stacked import Stack, repeat
-from .base import Algorithm, weighted_mean_rows
+from .base import Algorithm
 from .fold import WeightedMeans
 
 INITS = ("independent", "identical")
@@ -38,18 +38,7 @@ class ClusteredAlgorithm(Algorithm):
             self.centers = repeat(self.centers, torch.zeros(self.num_clusters, dtype=torch.long, device=fed.device))
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
 
-    def aggregate(self, t, plan, trained, fed):
-        groups = self.assignment[plan.clients]
-        sizes = fed.sizes[plan.clients].double()
-        for j in range(self.num_clusters):
-            members = torch.nonzero(groups == j).squeeze(1)
-            if not len(members):
-                continue
-            row = self.merge(j, weighted_mean_rows(trained, members, sizes[members]), fed)
-            for k in row:
-                self.centers[k][j] = row[k][0]
-
-    def fold(self, t, plan, fed):
+    def aggregation(self, t, plan, fed):
         return WeightedMeans(self.assignment[plan.clients], fed.sizes[plan.clients].double(),
                              lambda means: self.merged(means, fed))
 

@@ -8,6 +8,7 @@ import torch
 from ..rng import derived_seed
 from ..settings import AtLeast
 from .base import Algorithm, concat_plans
+from .fold import Parts
 
 
 class Ensemble(Algorithm):
@@ -35,9 +36,10 @@ class Ensemble(Algorithm):
     def plan(self, t, fed):
         return concat_plans([m.plan(t, self._view(fed, j)) for j, m in enumerate(self.members)])
 
-    def aggregate(self, t, plan, trained, fed):
-        for j, (member, p, part) in enumerate(zip(self.members, plan.parts, plan.split(trained))):
-            member.aggregate(t, p, part, self._view(fed, j))
+    def aggregation(self, t, plan, fed):
+        """Each member's own aggregation of its part of the round's rows."""
+        return Parts([(len(p.clients), member.aggregation(t, p, self._view(fed, j)))
+                      for j, (member, p) in enumerate(zip(self.members, plan.parts))])
 
     def predictors(self, fed, split, partner=None):
         """The members' local predictors, soft-voted (their labelled alternatives are not the ensemble's)."""

@@ -11,6 +11,7 @@ from ..engine.losses import per_sample_loss
 from ..settings import AtLeast, Between, ClientDropout, ClientFraction, MAX_BATCH, Positive
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models, sample_weighted_mean
+from .fold import gathered
 
 
 def ala_weights(model, task: str, local: Dict[str, torch.Tensor], glob: Dict[str, torch.Tensor],
@@ -81,7 +82,8 @@ train.batch_size, as the authors use the training batch size). W
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.local, clients))
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)
         self.global_model = sample_weighted_mean(trained, plan.clients, fed)
         for client in range(fed.num_clients):

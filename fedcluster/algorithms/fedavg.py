@@ -7,7 +7,7 @@ from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
 from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import Algorithm, RoundPlan
-from .components import copies, for_clients, global_mean_fold, sample_weighted_mean
+from .components import copies, for_clients, global_mean_fold
 
 
 class FedAvg(Algorithm):
@@ -28,10 +28,7 @@ class FedAvg(Algorithm):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, for_clients(self.global_model, clients))
 
-    def aggregate(self, t, plan, trained, fed):
-        self.global_model = sample_weighted_mean(trained, plan.clients, fed)
-
-    def fold(self, t, plan, fed):
+    def aggregation(self, t, plan, fed):
         return global_mean_fold(plan.clients, fed, lambda mean: setattr(self, "global_model", mean))
 
     def cluster_models(self):

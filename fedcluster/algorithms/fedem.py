@@ -9,6 +9,7 @@ from ..engine.forward import outputs_on_clients
 from ..engine.terms import SampleWeights
 from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
+from .fold import gathered
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
 NEWCOMER_EM_STEPS = 100   # EM on a newcomer's mixture weights alone converges in a few tens of steps
@@ -75,7 +76,8 @@ class FedEM(Algorithm):
                                        [SampleWeights(q[m, clients].to(fed.dtype))])
                              for m in range(self.num_clusters)])
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         """Each component = the n_i-weighted mean of the clients' trained copies."""
         clients = plan.parts[0].clients
         n = fed.sizes[clients].double()

@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Probability
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .components import personal_models
+from .fold import gathered
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
 
 
@@ -146,7 +147,8 @@ class FedPAC(Algorithm):
             [Phase(tuple(self._body), None, pull)]
         return RoundPlan(clients, rows_of(self.local, clients), phases=phases)
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         C = fed.data.num_classes
         V, H = [], []
         for _, feats, y in round_features(fed, plan.start, plan.clients):

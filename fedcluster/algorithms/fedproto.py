@@ -12,6 +12,7 @@ from ..errors import ConfigError
 from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan
 from .components import keep_trained, personal_models
+from .fold import gathered
 
 WEIGHTINGS = ("clients", "samples")
 
@@ -91,7 +92,8 @@ class FedProto(Algorithm):
             plan.terms.append(PrototypePull(self.prototypes, self.have, lam))
         return plan
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)
         C = fed.data.num_classes
         protos, counts = [], []

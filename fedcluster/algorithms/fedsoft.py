@@ -9,7 +9,7 @@ from ..models.stacked import on_device
 from ..engine.terms import Proximal
 from ..settings import AtLeast, Between
 from .base import Algorithm, Federation, RoundPlan
-from .components import keep_trained, personal_models
+from .components import personal_models
 from .fold import KeepRows
 
 
@@ -84,11 +84,7 @@ class FedSoft(Algorithm):
         return RoundPlan(union, rows_of(self.local, union), [Proximal(self.centers, coeffs)],
                          keep_client_state=self.keep_client_state)
 
-    def aggregate(self, t, plan, trained, fed):
-        keep_trained(self.local, plan.clients, trained)
-        self.average_selections()
-
-    def fold(self, t, plan, fed):
+    def aggregation(self, t, plan, fed):
         return KeepRows(self.local, plan.clients, self.average_selections)
 
     def average_selections(self) -> None:

@@ -9,6 +9,7 @@ from ..settings import AtLeast, ClientDropout, ClientFraction, Count, OneOf
 from .base import Phase, RoundPlan, weighted_mean_rows
 from .clustered import ClusteredAlgorithm
 from .components import keep_trained, personal_models
+from .fold import gathered
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
 
 DISTANCES = ("all", "fc")
@@ -84,7 +85,8 @@ class FeSEM(ClusteredAlgorithm):
         coeffs = self.lam * torch.nn.functional.one_hot(assigned, self.num_clusters).to(fed.dtype)
         return RoundPlan(clients, rows_of(self.centers, assigned), [Proximal(self.centers, coeffs)])
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         keep_trained(self.local, plan.clients, trained)
         if not self.clustered and t + 1 < self.local_rounds:
             return

@@ -11,6 +11,7 @@ from ..models.stacked import Stack, repeat
 from ..settings import AtLeast, ClientDropout, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
+from .fold import aggregate_at_once, gathered
 from .kmeans import flatten, kmeans_plus_plus, weighted_kmeans
 
 
@@ -122,12 +123,13 @@ class FlexCFL(ClusteredAlgorithm):
             start[k][cold] = self.initial[k][0]
         return RoundPlan(clients, start)
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered
+    def aggregation(self, t, plan, trained, fed):
         rows = self.assignment[plan.clients]
         cold, warm = torch.nonzero(rows < 0).squeeze(1), torch.nonzero(rows >= 0).squeeze(1)
         if len(warm):   # FedAvg within each group, of the clients that trained from their group's model
             sub = RoundPlan(plan.clients[warm], {k: v[warm] for k, v in plan.start.items()})
-            super().aggregate(t, sub, {k: v[warm] for k, v in trained.items()}, fed)
+            aggregate_at_once(super().aggregation(t, sub, fed), {k: v[warm] for k, v in trained.items()})
             if self.group_agg_lr > 0:
                 self.centers = inter_group(self.centers, self.group_agg_lr)
         if len(cold):   # pre-training (round 1) or cold start: join by the update from w0
@@ -163,7 +165,7 @@ class FlexCFL(ClusteredAlgorithm):
         self.label_counts = self.current_counts(fed)
 
     def newcomer_models(self, fed, newcomers):
-        """FlexCFL's cold start (Duan et al., §'client cold start', as `aggregate` runs it for a client without a
+        """FlexCFL's cold start (Duan et al., §'client cold start', as its aggregation runs it for a client without a
         group): the newcomer trains from the initial model w0 and joins the group whose mean pre-training update its
         own update w - w0 is least dissimilar to ((1 - cos) / 2); its model is that group's. Before the groups form,
         every client holds w0's copy, and so does a newcomer."""

@@ -1,18 +1,21 @@
-"""A round's aggregation taken chunk by chunk: the trained rows are folded in as each chunk of
-clients finishes (engine/clients.py) and freed, so a round needs memory for one chunk of trained
-rows and the server's models, not for every client's (Build: bounded memory).
+"""A round's aggregation, the one way a method states how its clients' updates reduce: the trained
+rows are folded in as each chunk of clients finishes (engine/clients.py) and freed, so a round needs
+memory for one chunk of trained rows and the server's models, not for every client's (Build: bounded
+memory).
 
-An algorithm whose aggregation is a sum over its clients' rows says so with `fold(t, plan, fed)`
-(algorithms/base.py), returning one of these; `finish()` then does what its `aggregate` did
-with the sums. One whose aggregation needs every update at once (CFL's pairwise similarities,
-FlexCFL's grouping, FedPAC's head weights) returns None, and the runner gathers the
-trained rows, one copy per row, and calls `aggregate`. PACFL's grouping is made in its plan, so its
-aggregation (the clustered means) folds.
+Each algorithm's `aggregation(t, plan, fed)` (algorithms/base.py) returns one of these; the round
+(runner.train_round) hands it every chunk's rows (`add`) and then calls `finish()`. An aggregation
+that is a sum over its clients' rows folds chunk by chunk (WeightedMeans, MixedSums, KeepRows). One
+that needs every update at once (CFL's pairwise similarities, FlexCFL's grouping, FedPAC's head
+weights, FedProto's prototypes) says so with `@gathered`: its rows are collected (`Gathered`, one
+copy per row; none when one chunk holds them all) and handed over together. PACFL's grouping is made
+in its plan, so its aggregation (the clustered means) folds.
 
-With one chunk each fold computes exactly what `aggregate` computes (same operations, same
-order), so the bytes of a run do not change; with several, the sum of a group's rows is the sum
-of the chunks' sums: the same value up to float rounding."""
-from typing import Callable, Dict, List, Tuple
+With one chunk each fold computes exactly what the same aggregation over all rows at once computes
+(same operations, same order), so the bytes of a run do not change; with several, the sum of a
+group's rows is the sum of the chunks' sums: the same value up to float rounding."""
+import functools
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -113,3 +116,58 @@ class Parts(Fold):
     def finish(self):
         for _, _, fold in self.parts:
             fold.finish()
+
+
+class Gathered(Fold):
+    """An aggregation that needs every trained row of the round at once: the chunks' rows are collected into one
+    stack of `rows` rows (a chunk that holds all of them is taken as it is, without a copy) and `done(trained)`
+    gets them all when the round finishes."""
+
+    def __init__(self, rows: int, done: Callable[[Optional[Stack]], None]):
+        self.rows, self.done, self.trained = rows, done, None
+
+    def add(self, rows, trained):
+        if self.trained is None and rows.start == 0 and rows.stop == self.rows:   # one chunk: its rows are the round's
+            self.trained = trained
+            return
+        if self.trained is None:
+            self.trained = {k: v.new_empty(self.rows, *v.shape[1:]) for k, v in trained.items()}
+        for k, v in trained.items():
+            self.trained[k][rows] = v
+
+    def finish(self):
+        self.done(self.trained)
+
+
+def gathered(method):
+    """Declares an aggregation that needs every update at once: `method(self, t, plan, trained, fed)`, written
+    over all of the round's trained rows, becomes the class's `aggregation(t, plan, fed)`, a `Gathered` fold
+    that calls it with them."""
+    @functools.wraps(method)
+    def aggregation(self, t, plan, fed):
+        return Gathered(len(plan.clients), lambda trained: method(self, t, plan, trained, fed))
+    aggregation.gathers = True
+    return aggregation
+
+
+class Then(Fold):
+    """`fold`, then `after()` once it has finished (Per-FedAvg: FedAvg's mean, then its personal models are
+    stale)."""
+
+    def __init__(self, fold: Fold, after: Callable[[], None]):
+        self.fold, self.after = fold, after
+
+    def add(self, rows, trained):
+        self.fold.add(rows, trained)
+
+    def finish(self):
+        self.fold.finish()
+        self.after()
+
+
+def aggregate_at_once(fold: Fold, trained: Stack) -> None:
+    """`fold` given all of a round's trained rows as one chunk, then finished: what the round does when one chunk
+    holds every row (a method that aggregates a subset of its rows with another's rule; tests)."""
+    rows = len(next(iter(trained.values()))) if trained else 0
+    fold.add(slice(0, rows), trained)
+    fold.finish()

@@ -22,19 +22,6 @@ def global_share_weights(centers: Stack, groups: torch.Tensor, sizes: torch.Tens
     return w
 
 
-def global_share_update(centers: Stack, trained: Stack, groups: torch.Tensor, sizes: torch.Tensor,
-                        total: float) -> Stack:
-    """Fed-CAM eq. (6): Theta_k <- (1 - sum_{i in C_k} n_i/n) Theta_k + sum_{i in C_k} n_i/n theta_i,
-    with n the data size of all clients: a cluster model moves by its share of all data."""
-    w = global_share_weights(centers, groups, sizes, total)                                  # [M, K]
-    keep = 1 - w.sum(0)                                                                      # [K]
-    out = {}
-    for k, c in centers.items():
-        mixed = torch.einsum("mk,m...->k...", w.to(c.dtype), trained[k])
-        out[k] = keep.to(c.dtype).view(-1, *([1] * (c.dim() - 1))) * c + mixed
-    return out
-
-
 class IFCA(ClusteredAlgorithm):
     """Each round every client takes the cluster model with the smallest mean loss on its
     training data (hard assignment); participating clients train from that model. Cluster
@@ -71,16 +58,12 @@ class IFCA(ClusteredAlgorithm):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
 
-    def aggregate(self, t, plan, trained, fed):
-        if self.update == "eq6":
-            self.centers = global_share_update(self.centers, trained, self.assignment[plan.clients],
-                                               fed.sizes[plan.clients].double(), float(fed.sizes.sum()))
-            return
-        super().aggregate(t, plan, trained, fed)
-
-    def fold(self, t, plan, fed):
+    def aggregation(self, t, plan, fed):
+        """`mean`: the clustered means (ClusteredAlgorithm); `eq6`: Fed-CAM eq. (6), Theta_k <- (1 - sum_{i in C_k}
+        n_i/n) Theta_k + sum_{i in C_k} n_i/n theta_i, with n the data size of all clients (a cluster model moves by
+        its share of all data), the sums folded chunk by chunk."""
         if self.update != "eq6":
-            return super().fold(t, plan, fed)
+            return super().aggregation(t, plan, fed)
         w = global_share_weights(self.centers, self.assignment[plan.clients], fed.sizes[plan.clients].double(),
                                  float(fed.sizes.sum()))
         centers = self.centers

@@ -3,7 +3,7 @@ import torch
 
 from ..models.rows import rows_of
 from .base import Algorithm, RoundPlan
-from .components import keep_trained, personal_models
+from .components import personal_models
 from .fold import KeepRows
 
 
@@ -29,10 +29,7 @@ class LocalOnly(Algorithm):
         clients = torch.arange(fed.num_clients, device=fed.device)
         return RoundPlan(clients, rows_of(self.local, clients), keep_client_state=self.keep_client_state)
 
-    def aggregate(self, t, plan, trained, fed):
-        keep_trained(self.local, plan.clients, trained)
-
-    def fold(self, t, plan, fed):
+    def aggregation(self, t, plan, fed):
         return KeepRows(self.local, plan.clients)
 
     def local_models(self, fed):

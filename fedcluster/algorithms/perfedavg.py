@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
 from .base import Algorithm
 from .components import copies
+from .fold import Then
 from .fedavg import FedAvg
 
 VARIANTS = ("fo", "hf")
@@ -56,9 +57,11 @@ class PerFedAvg(FedAvg):
                                    len(plan.clients), like))
         return plan
 
-    def aggregate(self, t, plan, trained, fed):
-        super().aggregate(t, plan, trained, fed)
-        self._personal, self._round = None, t + 1
+    def aggregation(self, t, plan, fed):
+        """FedAvg's mean; then the personal models of the last evaluation are stale."""
+        def stale():
+            self._personal, self._round = None, t + 1
+        return Then(super().aggregation(t, plan, fed), stale)
 
     def local_models(self, fed):
         """Each client's one-step personalisation of the current global model (one batch drawn

@@ -1,5 +1,6 @@
 """The Python API for notebooks and scripts: `run` one experiment from command-line-style
 overrides, `load_runs` every finished run below a folder as one tidy DataFrame."""
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -82,7 +83,7 @@ def load_runs(path, final: bool = False) -> pd.DataFrame:
 
     frames = []
     for r in discover(Path(path)).runs:
-        metrics = pd.read_csv(r.path / "metrics.csv")
+        metrics = pd.read_csv(io.StringIO(r.files.read_text("metrics.csv")))   # a run folder's, or a pack's
         config = {k: v if isinstance(v, (int, float, str, bool)) or v is None else str(v) for k, v in r.flat.items()}
         config["seed"] = r.seed
         frames.append(metrics.assign(**config, run_dir=str(r.path)))

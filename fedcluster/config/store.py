@@ -9,7 +9,7 @@ misspelt key or a value of the wrong type is rejected at composition time with a
 names the key, and every constructor parameter can be overridden from the command line.
 
 Shared settings come by interpolation: a parameter named `num_clusters` defaults to the run's
-`${num_clusters}` (null: the data's own number of clusters, filled in by assemble.build)."""
+`${num_clusters}` (null: the data's own number of clusters, settled by assemble.settle before config.yaml records it)."""
 import hashlib
 import re
 import secrets

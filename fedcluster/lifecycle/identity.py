@@ -134,17 +134,58 @@ def config_fingerprint(config: dict) -> str:
     return _digest({**comparable(config), **{k: _retired_value(config, k) for k in RETIRED_KEYS}})
 
 
+SETTLED_KEY = "num_clusters"   # what a config may leave to the data (null: the data's own count), settled before it is recorded
+
+
+def as_settled(old: dict, settled: dict) -> dict:
+    """`old` as the run it describes was settled. A config.yaml written before runs were settled before being
+    recorded (2026-12-02) kept `num_clusters: null`, at the top level and where the groups interpolate it, for the
+    data's own count; the same request now records the count it settles to, and the run's summary.json records
+    what it settled. Each such null of `old` takes `settled`'s value at the same place (`settled`: the settled
+    request, or a summary's `config`), where `old`'s top-level count is null and `settled`'s is not."""
+    if not isinstance(old, dict) or old.get(SETTLED_KEY) is not None or not isinstance(settled, dict) \
+            or settled.get(SETTLED_KEY) is None:
+        return old
+
+    def fill(o, s):
+        if not isinstance(o, dict):
+            return o
+        s = s if isinstance(s, dict) else {}
+        return {k: (s[k] if k == SETTLED_KEY and v is None and isinstance(s.get(k), int) else fill(v, s.get(k)))
+                for k, v in o.items()}
+    return fill(old, settled)
+
+
+def unsettled(config: dict) -> dict:
+    """The form code from before 2026-12-02 recorded a settled `config` in: every num_clusters equal to the settled
+    top-level count back at null (for the fingerprints of its checkpoints and seals)."""
+    K = config.get(SETTLED_KEY)
+    if K is None:
+        return config
+
+    def clear(node):
+        if not isinstance(node, dict):
+            return node
+        return {k: (None if k == SETTLED_KEY and v == K else clear(v)) for k, v in node.items()}
+    return clear(config)
+
+
 def accepted_fingerprints(config: dict) -> set:
     """The fingerprints a sealed run or checkpoint of `config` may carry: today's, and those written by code
     from before each NEUTRAL_ADDED_KEYS key's neutral rule (each added key at its neutral value counted or not:
     a run sealed while one key's rule existed and another key's did not is accepted too), and, for each of
-    those, the one written while the RETIRED_KEYS still were top-level keys (at the value the run had)."""
+    those, the one written while the RETIRED_KEYS still were top-level keys (at the value the run had), each
+    also in the form recorded before runs were settled (`unsettled`)."""
     from itertools import combinations
-    plain = {k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS}
-    with_retired = {**plain, **{k: _retired_value(config, k) for k in RETIRED_KEYS}}
-    here = [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(plain, p)]
-    return {_digest(_without(base, chosen)) for base in (plain, with_retired)
-            for n in range(len(here) + 1) for chosen in combinations(here, n)}
+    found = set()
+    before = unsettled(config)
+    for config in [config] + ([before] if before != config else []):
+        plain = {k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS}
+        with_retired = {**plain, **{k: _retired_value(config, k) for k in RETIRED_KEYS}}
+        here = [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(plain, p)]
+        found |= {_digest(_without(base, chosen)) for base in (plain, with_retired)
+                  for n in range(len(here) + 1) for chosen in combinations(here, n)}
+    return found
 
 
 def _digest(config: dict) -> str:

@@ -15,6 +15,7 @@ from typing import Dict, Iterable, Optional
 import yaml
 
 from .identity import accepted_fingerprints, json_default
+from .run_files import FolderFiles
 
 MAGIC = b"fedcluster-checkpoint 1 "
 
@@ -113,31 +114,36 @@ def seal_summary(summary: dict, out: Path, fingerprint: str, tables: Iterable[st
 
 
 def finished_run_problem(out: Path, summary: dict) -> Optional[str]:
-    """Why the finished run in `out` can no longer be trusted as it stands (None: it can).
-    Summaries written before checksums existed are checked for config.yaml and metrics.csv only."""
+    """Why the finished run in folder `out` can no longer be trusted as it stands (None: it can): `sealed_problem`
+    over its files, and a manifest beside them that names other files than the seal."""
+    from .rundir import manifest_problem
     out = Path(out)
-    config_file = out / "config.yaml"
-    if not config_file.is_file():
+    return sealed_problem(FolderFiles(out), summary, lambda: manifest_problem(out))
+
+
+def sealed_problem(files, summary: dict, manifest_problem=None) -> Optional[str]:
+    """Why a finished run whose files `files` holds (lifecycle/run_files.py: its folder, or a pack's entry) no
+    longer matches its seal (None: it does). Summaries written before checksums existed are checked for
+    config.yaml and metrics.csv only."""
+    if not files.is_file("config.yaml"):
         return "its config.yaml is missing"
     seal = summary.get("integrity")
     if not isinstance(seal, dict):
-        return None if (out / "metrics.csv").is_file() else "its metrics.csv is missing"
+        return None if files.is_file("metrics.csv") else "its metrics.csv is missing"
     try:
-        config = yaml.safe_load(config_file.read_text()) or {}
+        config = yaml.safe_load(files.read_text("config.yaml")) or {}
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return "its config.yaml cannot be read"
     if "summary_sha256" in seal and summary_digest(summary) != seal["summary_sha256"]:
         return "its summary.json was changed after the run finished (checksum differs from the one sealed in it)"
     if not isinstance(config, dict) or seal.get("config_fingerprint") not in accepted_fingerprints(config):
         return "its config.yaml was changed after the run finished (its fingerprint differs from summary.json's)"
-    from .rundir import manifest_problem
-    listed = manifest_problem(out)
+    listed = manifest_problem() if manifest_problem is not None else None
     if listed is not None:
         return listed
     for name, digest in (seal.get("files") or {}).items():
-        f = out / name
-        if not f.is_file():
+        if not files.is_file(name):
             return f"its {name} is missing"
-        if sha256_file(f) != digest:
+        if files.sha256(name) != digest:
             return f"its {name} was changed after the run finished (checksum differs from summary.json's)"
     return None

@@ -27,7 +27,7 @@ import yaml
 
 from ..errors import RunDirectoryError
 from . import fsops
-from .identity import comparable, flatten
+from .identity import as_settled, comparable, flatten
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -563,7 +563,7 @@ def _inspect(path: Path, requested: dict, overwrite: bool) -> Claim:
         problem = set_aside_problem(aside)
         if problem is not None:
             raise _unverified_set_aside(path, problem)
-    old = _read_config(path)
+    old = as_settled(_read_config(path), requested)   # a run recorded before runs were settled: the count it settled
     if old is not None and comparable(old) != comparable(requested) and not overwrite:
         diff = differing_keys(old, requested)
         shown = "; ".join(diff[:6]) + (f"; ... ({len(diff) - 6} more)" if len(diff) > 6 else "")

@@ -15,7 +15,7 @@ The runs it is made from are committed (docs/results/leaderboard_runs, by script
 files only), because the grid takes many working sessions. A session goes on from them like this (each
 preset is one part of the grid; Hydra's launchers run its jobs, here two at a time, on SLURM as an array):
 
-  cp -r docs/results/leaderboard_runs/. /work/runs/leaderboard/           # start from what is committed
+  python scripts/archive_runs.py --unpack docs/results/leaderboard_runs /work/runs/leaderboard   # what is committed
   fedcluster -m +preset=leaderboard/fmnist_label_skews_3_4 hydra/launcher=parallel \
       hydra.sweep.dir=/work/runs/leaderboard                              # finished jobs are skipped
   python scripts/archive_runs.py /work/runs/leaderboard docs/results/leaderboard_runs
@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import OmegaConf
+import yaml
 
 from ..hardware import device_kind
 from ..lifecycle.io import write_csv, write_text
@@ -210,8 +210,8 @@ def own_settings_section(found) -> list:
     for r in found.runs:
         method = str(r.summary.get("algorithm"))
         runs[method] = runs.get(method, 0) + 1
-        path = r.path / ".hydra" / "overrides.yaml"
-        given = [str(x) for x in OmegaConf.load(path)] if path.exists() else []   # the run's command-line overrides
+        name = ".hydra/overrides.yaml"   # the run's command-line overrides (its folder's, or its pack's copy)
+        given = [str(x) for x in yaml.safe_load(r.files.read_text(name)) or []] if r.files.is_file(name) else []
         keys = ", ".join(sorted(x for x in given if x.startswith(("algorithm.", "warmup_rounds="))))
         if keys:
             own.setdefault(method, {})[keys] = own.get(method, {}).get(keys, 0) + 1

@@ -5,6 +5,7 @@ the others are shown in the generic table with a note saying why (`sections_for`
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ import pandas as pd
 from .. import tables
 from ..results.cells import to_csv_frame
 from ..results.defaults import setting_name
+from ..lifecycle.identity import SETTLED_KEY
 from ..results.runs import ABSENT, Cell, Run, make_cells, matches, show, split_by, varying_keys
 from .preset_data import data_mismatches
 
@@ -53,6 +55,7 @@ def build_section(name: str, runs: List[Run], notes: Sequence[str] = ()) -> Sect
     runs that left different paper tables are told apart by it."""
     spec: tables.Spec = tables.TABLES.get(name, tables.GENERIC)
     varying = [k for k in varying_keys(runs) if k != "table" or not name]
+    varying = _without_settled_counts(varying, make_cells(runs, varying))
     cells = make_cells(runs, varying)
     consumed = [k for k in varying if matches(k, spec.consumes)]
     split = [k for k in varying if k not in consumed]
@@ -65,6 +68,19 @@ def build_section(name: str, runs: List[Run], notes: Sequence[str] = ()) -> Sect
     notes = list(notes) + [_key_note(consumed, split), STD_NOTE]
     title = spec.title if name in tables.TABLES or not name else f"{spec.title}; table: {name}"
     return Section(name, title, notes, parts)
+
+def _without_settled_counts(varying: List[str], cells: List[Cell]) -> List[str]:
+    """`varying` without the settled counts (identity.SETTLED_KEY: num_clusters at any depth, recorded as the
+    data's own count where a request left it null) whose value the other varying keys already fix, one value for
+    every cell that agrees on them (the data's K follows its partition): as a column or a sub-table it would part
+    nothing. A K swept or set apart from the data still varies on its own, and stays."""
+    others = [k for k in varying if k.rsplit(".", 1)[-1] != SETTLED_KEY]
+
+    def follows(key):
+        seen: Dict[tuple, object] = {}
+        return all(seen.setdefault(tuple(c.value(k) for k in others), c.value(key)) == c.value(key) for c in cells)
+    return [k for k in varying if k in others or not follows(k)]
+
 
 # How many run directories a note names per reason before it says "and N more".
 SHOWN_PATHS = 5
@@ -190,7 +206,7 @@ def local_test_curve(run: Run) -> List[Optional[float]]:
     """The run's key metric on its clients' held-out test splits (mean over clients) per round,
     in % for accuracy; None in rounds that were not evaluated."""
     key = run.summary.get("key_metric", "accuracy")
-    m = pd.read_csv(run.path / "metrics.csv")
+    m = pd.read_csv(io.StringIO(run.files.read_text("metrics.csv")))
     sel = m[(m["model"] == "local") & (m["eval_set"] == "local_test") & (m["metric"] == key)]
     means = sel.groupby("round")["value"].mean() * (100.0 if key in tables.PERCENT_METRICS else 1.0)
     out: List[Optional[float]] = [None] * int(run.summary.get("rounds", len(means)))

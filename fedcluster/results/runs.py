@@ -13,8 +13,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
-from ..lifecycle.identity import VOLATILE_KEYS, comparable
+from ..lifecycle.identity import VOLATILE_KEYS, as_settled, comparable
 from ..lifecycle.identity import flatten as rundir_flatten
+from ..lifecycle.run_files import FolderFiles, PackedFiles
+from .packs import PACK_NAME, PackError, read_pack
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -57,12 +59,18 @@ ABSENT = _Absent()
 
 @dataclass
 class Run:
-    """One finished run: where it is, its summary, its config (flattened) and seed."""
+    """One finished run: where it is, its summary, its config (flattened) and seed; `files`: where its files are
+    read (its folder, or the pack that holds it at `path`: lifecycle/run_files.py)."""
     path: Path
     summary: dict
     flat: Dict[str, object]
     seed: object
     config_source: str = CONFIG_FILE
+    files: object = None
+
+    def __post_init__(self):
+        if self.files is None:
+            self.files = FolderFiles(self.path)
 
     def value(self, key: str):
         """A dotted config key's value (ABSENT when the config has no such key)."""
@@ -144,13 +152,12 @@ def _is_fedcluster_config(config) -> bool:
     return all(isinstance(node, dict) and node.get("_target_") for node in nodes)
 
 
-def _read_config(path: Path) -> Tuple[Optional[dict], Optional[str]]:
+def _read_config(files) -> Tuple[Optional[dict], Optional[str]]:
     """(config.yaml as a dict, None) or (None, why it could not be used)."""
-    f = path / CONFIG_FILE
-    if not f.is_file():
+    if not files.is_file(CONFIG_FILE):
         return None, "missing"
     try:
-        config = yaml.safe_load(f.read_text())
+        config = yaml.safe_load(files.read_text(CONFIG_FILE))
     except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:
         return None, f"unreadable ({type(e).__name__})"
     if not _is_fedcluster_config(config):
@@ -169,13 +176,13 @@ def _fallback_config(summary: dict) -> dict:
     return config
 
 
-def _looks_like_run_dir(path: Path, names: Iterable[str]) -> bool:
+def _looks_like_run_dir(files) -> bool:
     """Whether a directory holds other files a fedcluster run writes beside summary.json (used
     to decide if an unparsable summary.json is a damaged run of ours)."""
-    names = set(names)
+    names = set(files.names())
     if METRICS_FILE in names or CHECKPOINT_FILE in names:
         return True
-    return CONFIG_FILE in names and _read_config(path)[0] is not None
+    return CONFIG_FILE in names and _read_config(files)[0] is not None
 
 
 def _diverged_reason(summary: dict) -> str:
@@ -187,20 +194,20 @@ def _diverged_reason(summary: dict) -> str:
     return "diverged" + (f" (round index {where})" if where is not None else "")
 
 
-def _load_summary(path: Path, names, found: Found) -> None:
-    """Classify one directory that has a summary.json: a usable run, a skipped one (corrupt,
-    diverged, unknown status) or someone else's file (ignored, counted)."""
+def _load_summary(path: Path, files, found: Found) -> None:
+    """Classify one directory (or a pack's entry, `files`) that has a summary.json: a usable run, a skipped one
+    (corrupt, diverged, unknown status) or someone else's file (ignored, counted)."""
     f = path / SUMMARY_FILE
     try:
-        text = f.read_text()
+        text = files.read_text(SUMMARY_FILE)
     except (OSError, UnicodeDecodeError) as e:
-        if _looks_like_run_dir(path, names):
+        if _looks_like_run_dir(files):
             found.skipped.append(Skipped(path, f"summary.json unreadable ({type(e).__name__})"))
         return
     try:
         summary = json.loads(text)
     except ValueError:
-        if _looks_like_run_dir(path, names) or '"fedcluster"' in text:
+        if _looks_like_run_dir(files) or '"fedcluster"' in text:
             found.skipped.append(Skipped(path, "corrupt summary.json (does not parse; truncated?)"))
         else:
             found.foreign.append(f)
@@ -217,12 +224,12 @@ def _load_summary(path: Path, names, found: Found) -> None:
         found.skipped.append(Skipped(path, f"summary.json status {status!r} (not a finished run)"))
         return
     if isinstance(summary.get("integrity"), dict):   # a sealed run: trusted only as sealed (config.yaml included)
-        from ..lifecycle.integrity import finished_run_problem
-        changed = finished_run_problem(path, summary)
+        from ..lifecycle.integrity import finished_run_problem, sealed_problem
+        changed = finished_run_problem(path, summary) if isinstance(files, FolderFiles) else sealed_problem(files, summary)
         if changed is not None:   # a sealed run whose files no longer match its seal
             found.skipped.append(Skipped(path, f"{changed.removeprefix('its ')} (not reported as it stands)"))
             return
-    config, problem = _read_config(path)
+    config, problem = _read_config(files)
     source = CONFIG_FILE
     if config is None:
         if not isinstance(summary.get("config"), dict):
@@ -231,15 +238,16 @@ def _load_summary(path: Path, names, found: Found) -> None:
         config, source = _fallback_config(summary), SUMMARY_FILE
         found.notes.append(f"{path}: config.yaml {problem}; grouped by the config summary.json records "
                            "(fewer keys, so it is only averaged with runs described the same way)")
+    config = as_settled(config, summary.get("config"))   # recorded before runs were settled: what it settled
     seed = config.get(SEED_KEY, summary.get("seed"))
-    found.runs.append(Run(path, summary, identity_keys(config), seed, source))
+    found.runs.append(Run(path, summary, identity_keys(config), seed, source, files))
 
 
 def _load_unfinished(path: Path, names, found: Found) -> None:
     """A directory without summary.json: an unfinished run when it has fedcluster's config.yaml,
     or a checkpoint written beside metrics.csv (what the runner leaves at a checkpoint)."""
     names = set(names)
-    config, _ = _read_config(path) if CONFIG_FILE in names else (None, None)
+    config, _ = _read_config(FolderFiles(path)) if CONFIG_FILE in names else (None, None)
     if config is not None:
         found.skipped.append(Skipped(path, "unfinished (config.yaml but no summary.json)"))
     elif CHECKPOINT_FILE in names and METRICS_FILE in names:
@@ -264,14 +272,32 @@ def discover(root: Path) -> Found:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS
                              and os.path.realpath(os.path.join(dirpath, d)) not in seen)
         path = Path(dirpath)
+        if PACK_NAME in filenames:
+            _load_pack(path, found)
         if SUMMARY_FILE in filenames:
-            _load_summary(path, filenames, found)
+            _load_summary(path, FolderFiles(path), found)
         elif CONFIG_FILE in filenames or CHECKPOINT_FILE in filenames:
             _load_unfinished(path, filenames, found)
     found.runs.sort(key=lambda r: str(r.path))
     _skip_duplicates(found)
     found.skipped.sort(key=lambda s: str(s.path))
     return found
+
+
+def _load_pack(folder: Path, found: Found) -> None:
+    """The runs of the pack in `folder` (results/packs.py), each at the path its folder had, read and checked
+    against its seal as a folder's run is; a pack that cannot be read is one skipped entry."""
+    try:
+        runs = read_pack(folder / PACK_NAME)
+    except PackError as e:
+        found.skipped.append(Skipped(folder / PACK_NAME, str(e).split(": ", 1)[-1]))
+        return
+    for name in sorted(runs):
+        files = PackedFiles(runs[name])
+        if files.is_file(SUMMARY_FILE):
+            _load_summary(folder / name, files, found)
+        else:
+            found.skipped.append(Skipped(folder / name, "packed without its summary.json"))
 
 
 def _skip_duplicates(found: Found) -> None:

@@ -131,7 +131,8 @@ def _cam_row_order(key):
     label, method = key
     k = _k_number(label)
     return (0 if method in K_FREE else 1, k if k is not None else float("inf"),
-            CAM_METHODS.index(method) if method in CAM_METHODS else 99, str(method), _natural(str(label)))
+            CAM_METHODS.index(method) if method in CAM_METHODS else 99, str(method), _natural(str(label)),
+            str(label))   # the label itself breaks a natural tie ('0.001' and '0.01' read alike): one order always
 
 LABEL_PICK = "picked by test loss (reads test labels)"
 

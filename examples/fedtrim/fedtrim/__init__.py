@@ -6,7 +6,7 @@ from typing import Annotated
 
 import torch
 
-from fedcluster.algorithms import FedAvg
+from fedcluster.algorithms import FedAvg, gathered
 from fedcluster.settings import Between, ClientFraction
 
 
@@ -29,5 +29,6 @@ class FedTrim(FedAvg):
         super().__init__(client_fraction)
         self.trim = trim
 
-    def aggregate(self, t, plan, trained, fed):
+    @gathered   # a per-coordinate sort needs every client's model at once
+    def aggregation(self, t, plan, trained, fed):
         self.global_model = {k: trimmed_mean(v, self.trim) for k, v in trained.items()}
