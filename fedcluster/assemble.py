@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from . import signals
 from .algorithms.base import Federation
-from .data.budget import check_fits
+from .data.budget import RunSize, check_fits
 from .data.federated import as_reconstruction, carve_validation, federate
 from .data.holdout import hold_out_clients
 from .engine.local import LocalTrainer
@@ -267,11 +267,11 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
 
     def fits(num_clients, train_width, test_width):
         batch = min(cfg.train.batch_size or train_width, train_width)
-        check_fits(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
-                   hw.torch_device, keys=keys, fixed=held,
-                   rows=1 if hw.chunk == "auto" else min(hw.chunk, algorithm.training_rows(num_clients)),
-                   row_activation_bytes=batch * per_sample * element_size, element_size=element_size,
-                   value_bytes=getattr(source, "value_bytes", 4))
+        size = RunSize(num_clients, train_width, test_width, int(np.prod(in_shape)), num_params,
+                       rows=1 if hw.chunk == "auto" else min(hw.chunk, algorithm.training_rows(num_clients)),
+                       row_activation_bytes=batch * per_sample * element_size, element_size=element_size,
+                       value_bytes=getattr(source, "value_bytes", 4))
+        check_fits(size, hw.torch_device, keys=keys, fixed=held)
 
     held = hold_out_clients(build_data(source, partition, cfg.seed, fits), getattr(partition, "holdout_clients", 0.0),
                             cfg.seed)

@@ -7,7 +7,7 @@ import torch
 
 from conftest import SMALL, make_cfg, softmax_grad
 from fedcluster.algorithms.fold import aggregate_at_once
-from fedcluster.algorithms.fedala import ala_weights
+from fedcluster.algorithms.fedala import ALASteps, ala_weights
 from fedcluster.runner import run
 
 
@@ -19,7 +19,7 @@ def test_one_step_of_weight_learning_by_hand():
     x, y = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.tensor([0, 1, 1, 0, 1])
     weights = {k: torch.full_like(v, 0.5) for k, v in local.items()}
     eta = 0.7
-    ala_weights(model, "classification", local, glob, weights, ["weight", "bias"], [(x, y)], eta, converge=False)
+    ala_weights(model, "classification", local, glob, weights, ["weight", "bias"], [(x, y)], ALASteps(eta, converge=False))
     mixed = {k: (local[k] + 0.5 * (glob[k] - local[k])).numpy() for k in local}
     gW, gb = softmax_grad(mixed["weight"], mixed["bias"], x.numpy(), y.numpy())
     expect_W = np.clip(0.5 - eta * gW * (glob["weight"] - local["weight"]).numpy(), 0, 1)
@@ -35,7 +35,7 @@ def test_weights_are_clipped_to_the_unit_interval():
     glob = {"weight": 5 * torch.randn(2, 3, generator=g, dtype=torch.float64), "bias": torch.ones(2, dtype=torch.float64)}
     x, y = torch.randn(8, 3, generator=g, dtype=torch.float64), torch.randint(0, 2, (8,), generator=g)
     weights = {k: torch.ones_like(v) for k, v in local.items()}
-    ala_weights(model, "classification", local, glob, weights, ["weight", "bias"], [(x, y)] * 3, 1e3, converge=False)
+    ala_weights(model, "classification", local, glob, weights, ["weight", "bias"], [(x, y)] * 3, ALASteps(1e3, converge=False))
     w = torch.cat([v.flatten() for v in weights.values()])
     assert float(w.min()) >= 0 and float(w.max()) <= 1 and bool(((w == 0) | (w == 1)).any())
 
@@ -47,13 +47,13 @@ def test_first_call_repeats_passes_until_the_losses_settle():
     glob = {k: v + 1.0 for k, v in local.items()}
     x, y = torch.randn(6, 3, generator=g, dtype=torch.float64), torch.randint(0, 2, (6,), generator=g)
     w = {k: torch.ones_like(v) for k, v in local.items()}
-    settled = ala_weights(model, "classification", local, glob, w, ["bias"], [(x, y)], 0.1, converge=True,
-                          threshold=1e9, num_pre_loss=4)
+    settled = ala_weights(model, "classification", local, glob, w, ["bias"], [(x, y)],
+                          ALASteps(0.1, converge=True, threshold=1e9, num_pre_loss=4))
     assert len(settled) == 5   # more than num_pre_loss passes, then std < threshold
-    capped = ala_weights(model, "classification", local, glob, w, ["bias"], [(x, y)], 0.1, converge=True,
-                         threshold=0.0, num_pre_loss=4, max_passes=7)
+    capped = ala_weights(model, "classification", local, glob, w, ["bias"], [(x, y)],
+                         ALASteps(0.1, converge=True, threshold=0.0, num_pre_loss=4, max_passes=7))
     assert len(capped) == 7
-    once = ala_weights(model, "classification", local, glob, w, ["bias"], [(x, y)], 0.1, converge=False)
+    once = ala_weights(model, "classification", local, glob, w, ["bias"], [(x, y)], ALASteps(0.1, converge=False))
     assert len(once) == 1
 
 

@@ -1,5 +1,6 @@
 """FedALA (Zhang et al., AAAI 2023): adaptive local aggregation of the global model into each
 client's local model, with element-wise weights learned on the client's data."""
+from dataclasses import dataclass
 from typing import Annotated, Dict, List
 
 import numpy as np
@@ -14,16 +15,28 @@ from .components import keep_trained, personal_models, sample_weighted_mean
 from .fold import gathered
 
 
+@dataclass
+class ALASteps:
+    """How ALA learns a client's weights: step size `eta`; `converge` (a client's first ALA): passes until the last
+    `num_pre_loss` passes' losses have std < `threshold`, at most `max_passes`; else one pass."""
+    eta: float
+    converge: bool
+    threshold: float = 0.1
+    num_pre_loss: int = 10
+    max_passes: int = 200
+
+
 def ala_weights(model, task: str, local: Dict[str, torch.Tensor], glob: Dict[str, torch.Tensor],
-                weights: Dict[str, torch.Tensor], top: List[str], batches, eta: float, converge: bool,
-                threshold: float = 0.1, num_pre_loss: int = 10, max_passes: int = 200) -> List[float]:
+                weights: Dict[str, torch.Tensor], top: List[str], batches, steps: ALASteps) -> List[float]:
     """Learn one client's element-wise weights W (in place, `weights`, the top layers' keys) so
     that theta = theta_l + (theta_g - theta_l) * W on the top layers, theta_g below, has a small
     loss on `batches` [(x, y)]: per batch, W <- clip(W - eta * grad_theta L * (theta_g - theta_l), 0, 1)
     (FedALA eq. 6-7; dL/dW = grad_theta L * (theta_g - theta_l) by the chain rule). `converge`
     (a client's first ALA): passes over the batches until the last `num_pre_loss` passes' final
     losses have std < threshold (the authors' ALA.py has no cap; we stop at `max_passes`); else
-    one pass. Returns the loss of each pass's last batch."""
+    one pass (`steps`). Returns the loss of each pass's last batch."""
+    eta, converge, threshold, num_pre_loss, max_passes = steps.eta, steps.converge, steps.threshold, \
+        steps.num_pre_loss, steps.max_passes
     diff = {k: glob[k] - local[k] for k in top}
     fixed = {k: v for k, v in glob.items() if k not in top}
     losses: List[float] = []
@@ -96,9 +109,9 @@ train.batch_size, as the authors use the training batch size). W
         if float((glob[self._first] - local[self._first]).sum()) == 0:   # the authors' test for 'nothing to aggregate yet'
             return
         weights = {name: self.weights[name][k] for name in self._top}
-        ala_weights(fed.model, fed.data.task, local, glob, weights, self._top, self.batches(t, k, fed), self.eta,
-                    converge=not bool(self.started[k]), threshold=self.threshold, num_pre_loss=self.num_pre_loss,
-                    max_passes=self.max_passes)
+        ala_weights(fed.model, fed.data.task, local, glob, weights, self._top, self.batches(t, k, fed),
+                    ALASteps(self.eta, converge=not bool(self.started[k]), threshold=self.threshold,
+                             num_pre_loss=self.num_pre_loss, max_passes=self.max_passes))
         self.started[k] = True
         for name, v in self.local.items():
             if name in self._top:

@@ -29,6 +29,7 @@ if it ever falls below the count. Before 2026-11-26, it counted 3
 per client and no rows: 200-client FeSEM-CAM with that CNN passed it at about 5 GB and was killed
 by the kernel at 16 GB (2026-11-26)."""
 import os
+from dataclasses import dataclass
 from typing import Dict, Optional
 
 import torch
@@ -97,9 +98,24 @@ def model_bytes(rows: int, num_params: int, row_activation_bytes: int = 0, eleme
     return rows * (COPIES_PER_ROW * num_params * element_size + row_activation_bytes)
 
 
-def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int, limit: int,
-          keys: Dict[str, Optional[str]], fixed: Dict[str, int], row: int = 0, element_size: int = 4,
-          value_bytes: int = 4) -> str:
+@dataclass
+class RunSize:
+    """What sets a run's memory: `num_clients` clients of up to `train_width` + `test_width` samples of
+    `sample_numel` values (stored at `value_bytes` each), a model of `num_params` parameters of `element_size`
+    bytes, `rows` models trained at once (None: one per client), each with one batch's layer outputs
+    (`row_activation_bytes`)."""
+    num_clients: int
+    train_width: int
+    test_width: int
+    sample_numel: int
+    num_params: int
+    rows: Optional[int] = None
+    row_activation_bytes: int = 0
+    element_size: int = 4
+    value_bytes: int = 4
+
+
+def blame(size: RunSize, limit: int, keys: Dict[str, Optional[str]], fixed: Dict[str, int]) -> str:
     """The setting that makes the run too large, as `key=value` text: the size of one sample or
     of the model when a single client with a single sample does not fit (dataset.dim,
     model=...); else the source's own buffers (e.g. dataset.test_size) when they alone exceed
@@ -108,46 +124,47 @@ def blame(num_clients: int, train_width: int, test_width: int, sample_numel: int
     # which is too large, a sample or the model: one sample's data against one model's parameters
     # and two optimizer moments (not the whole training state, which would blame the model for
     # a linear model on huge inputs, whose size the inputs set)
+    sample_numel, num_params, element_size, value_bytes = size.sample_numel, size.num_params, size.element_size, \
+        size.value_bytes
     data_part, model_part = data_bytes(1, 1, 1, sample_numel, value_bytes), 3 * num_params * element_size
     if data_part + model_part > limit:
         if model_part > data_part and keys.get("model"):
             return keys["model"]
         return keys.get("dim") or keys.get("model") or keys["clients"]
-    for key, size in fixed.items():
-        if size > limit:
+    for key, held in fixed.items():
+        if held > limit:
             return key
     base = sum(fixed.values())
-    if base + data_bytes(1, train_width, test_width, sample_numel, value_bytes) + model_bytes(1, num_params, row, element_size) > limit \
+    if base + data_bytes(1, size.train_width, size.test_width, sample_numel, value_bytes) \
+            + model_bytes(1, num_params, size.row_activation_bytes, element_size) > limit \
             and keys.get("samples"):
         return keys["samples"]
     return keys["clients"]
 
 
-def check_fits(num_clients: int, train_width: int, test_width: int, sample_numel: int, num_params: int,
-               device: torch.device, what: Optional[str] = None, keys: Optional[Dict[str, Optional[str]]] = None,
-               fixed: Optional[Dict[str, int]] = None, rows: Optional[int] = None, row_activation_bytes: int = 0,
-               element_size: int = 4, value_bytes: int = 4) -> None:
+def check_fits(size: RunSize, device: torch.device, what: Optional[str] = None,
+               keys: Optional[Dict[str, Optional[str]]] = None, fixed: Optional[Dict[str, int]] = None) -> None:
     """ConfigError with the estimate and the limit when the run cannot fit in memory. The
     message starts with `what`, or else with the key(s) that drive the size (`blame`): `keys`
     maps "clients", "samples", "dim", "model" to their `key=value` text; `fixed` maps a key to
-    bytes the data source holds besides the clients' data (e.g. its test sets). `rows`: models
-    trained at once (default: one per client); `row_activation_bytes`: one batch's layer
-    outputs for one of them; `value_bytes`: bytes per input value as the source stores it."""
+    bytes the data source holds besides the clients' data (e.g. its test sets); `size` (RunSize) what
+    sets the run's memory."""
     limit = available_bytes(device)
     if limit is None:
         return
     fixed = dict(fixed or {})
-    data = data_bytes(num_clients, train_width, test_width, sample_numel, value_bytes)
-    rows = num_clients if rows is None else rows
-    models = model_bytes(rows, num_params, row_activation_bytes, element_size)
+    num_clients, train_width, test_width, sample_numel = size.num_clients, size.train_width, size.test_width, \
+        size.sample_numel
+    num_params = size.num_params
+    data = data_bytes(num_clients, train_width, test_width, sample_numel, size.value_bytes)
+    rows = num_clients if size.rows is None else size.rows
+    models = model_bytes(rows, num_params, size.row_activation_bytes, size.element_size)
     held = sum(fixed.values())
     need = data + models + held
     if need > limit:
         advice = "use fewer clients or samples"
         if what is None:
-            what = blame(num_clients, train_width, test_width, sample_numel, num_params, limit,
-                         {"clients": f"partition.num_clients={num_clients}", **(keys or {})}, fixed,
-                         row_activation_bytes, element_size, value_bytes)
+            what = blame(size, limit, {"clients": f"partition.num_clients={num_clients}", **(keys or {})}, fixed)
             advice = ("use a smaller model or smaller inputs" if what.startswith("model=")
                       else f"lower {what.split('=')[0]}")
         source = f", {held / GiB:.1f} GiB of the data set's own test sets and parameters" if held >= GiB / 10 else ""

@@ -8,7 +8,7 @@ Every row's batches, dropout stream and terms are those of the whole plan (the s
 for all M rows, then cut), so a row trains to the same numbers in any chunk; only a fold's order
 of summation can differ (none with one chunk)."""
 import copy
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -61,11 +61,11 @@ def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chu
     width = tr.x.shape[1]
     if plan.local == "gradient":
         schedule = full_batch_schedule(tr.n[clients], width)
-    elif not plan.phases:
-        schedule = trainer.schedule(tr.n[clients], width, generator(seed, "batches", t))
     else:
-        phase_schedules = [trainer.schedule(tr.n[clients], width, generator(seed, "batches", t, i), phase.epochs)
-                           for i, phase in enumerate(plan.phases)]
+        stages = plan_stages(plan)
+        schedules = [trainer.schedule(tr.n[clients], width, generator(seed, "batches", t, *stage.stream), stage.epochs)
+                     for stage in stages]
+        training = StagedTraining(t, trainer, tr, engine, seed)
     fresh = isinstance(plan.start, Rows)   # its rows are read into new tensors: the job may train them in place
     for rows in chunk_slices(M, chunk):
         start = on_device(take_rows(plan.start, rows), tr.x.device)   # rows kept on the host come to the device
@@ -73,30 +73,51 @@ def client_chunks(t: int, plan, trainer, train_data, engine: str, seed: int, chu
         if plan.local == "gradient":
             yield rows, trainer.gradients(LocalJob(tr.x, tr.y, clients[rows], start, {}, schedule_rows(schedule, rows),
                                                    terms_rows(plan.terms, rows)))
-        elif not plan.phases:
-            job = LocalJob(tr.x, tr.y, clients[rows], start,
-                           opt_state if opt_state is not None else trainer.init_state(start),
-                           schedule_rows(schedule, rows), terms_rows(plan.terms, rows),
-                           seed=derived_seed(seed, "dropout", t) % 2 ** 62 + rows.start,
-                           owned=fresh)
-            yield rows, trainer.train(job, engine)
         else:
-            yield rows, _phases(t, plan, trainer, tr, engine, seed, clients[rows], start, opt_state,
-                                [schedule_rows(s, rows) for s in phase_schedules], rows)
+            yield rows, training.train(clients[rows], rows, start, opt_state, stages, schedules,
+                                       owned=fresh and not plan.phases)
 
 
-def _phases(t, plan, trainer, tr, engine, seed, clients, params, opt_state, schedules, rows) -> LocalResult:
-    kept = opt_state is not None
-    results = []
-    for i, (phase, schedule) in enumerate(zip(plan.phases, schedules)):
-        if not kept:
-            opt_state = trainer.init_state(params)
-        job = LocalJob(tr.x, tr.y, clients, params, opt_state, schedule, terms_rows(phase.terms, rows),
-                       seed=derived_seed(seed, "dropout", t, i) % 2 ** 62 + rows.start,
-                       trainable=tuple(phase.trainable))
-        results.append(trainer.train(job, engine))
-        params, opt_state = results[-1].params, results[-1].opt_state
-    return joined(results)
+class Stage(NamedTuple):
+    """One stage of a round's local training: the parameters it updates (None: all), its passes over the data
+    (None: the run's train.epochs/steps), its terms, and the suffix of its random streams."""
+    trainable: Optional[tuple]
+    epochs: Optional[int]
+    terms: list
+    stream: tuple
+
+
+def plan_stages(plan) -> List[Stage]:
+    """A training plan's local training as stages: its phases (algorithms/base.py Phase; stream suffix: the
+    phase's index), or, for a plan without phases, one stage that updates every parameter on the plan's terms for
+    the run's budget (no suffix: the streams a round has always drawn from, so runs keep their bytes)."""
+    if plan.phases:
+        return [Stage(tuple(p.trainable), p.epochs, p.terms, (i,)) for i, p in enumerate(plan.phases)]
+    return [Stage(None, None, plan.terms, ())]
+
+
+class StagedTraining:
+    """One round's local training of chunks of rows, stage after stage (plan_stages): each stage from the parameters
+    the previous one left, with fresh optimizer state unless the rows' own state is kept (then it carries over). A
+    plan's phases give the result of `joined` stages; its one implicit stage, that stage's own result."""
+
+    def __init__(self, t: int, trainer, train_data, engine: str, seed: int):
+        self.t, self.trainer, self.data, self.engine, self.seed = t, trainer, train_data, engine, seed
+
+    def train(self, clients, rows: slice, params, opt_state, stages: List[Stage], schedules, owned: bool = False
+              ) -> LocalResult:
+        kept = opt_state is not None
+        results = []
+        for stage, schedule in zip(stages, schedules):
+            if not kept:
+                opt_state = self.trainer.init_state(params)
+            job = LocalJob(self.data.x, self.data.y, clients, params, opt_state, schedule_rows(schedule, rows),
+                           terms_rows(stage.terms, rows),
+                           seed=derived_seed(self.seed, "dropout", self.t, *stage.stream) % 2 ** 62 + rows.start,
+                           trainable=stage.trainable, owned=owned)
+            results.append(self.trainer.train(job, self.engine))
+            params, opt_state = results[-1].params, results[-1].opt_state
+        return results[0] if stages[0].stream == () else joined(results)
 
 
 def run_clients(t: int, plan, trainer, train_data, engine: str, seed: int,
