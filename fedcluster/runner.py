@@ -68,14 +68,15 @@ def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed
         if owned.state == "complete":   # nothing redone; a temp file of a process killed mid-write still goes
             remove_stale_temp_files(owned.path)
             return {**owned.summary, "already_complete": True}
-        return _run_owned(cfg, owned.path, inputs, Reporting(progress, on_claimed, loggers, started),
+        return _run_owned(cfg, owned.path, inputs, requested, Reporting(progress, on_claimed, loggers, started),
                           replace=owned.state == "replace", train_with=train_with)
 
 
-def _run_owned(cfg: DictConfig, out: Path, inputs, reporting: Reporting, replace: bool, train_with=None) -> dict:
-    """`replace` (overwrite=true): the old run's files are set aside only once every check has passed, and
+def _run_owned(cfg: DictConfig, out: Path, inputs, requested: dict, reporting: Reporting, replace: bool,
+               train_with=None) -> dict:
+    """`requested`: the settled config as config.yaml records it (the one the directory was claimed with).
+    `replace` (overwrite=true): the old run's files are set aside only once every check has passed, and
     removed only once the new run has finished (they come back if it fails)."""
-    requested = requested_config(cfg)
     source_revision()   # the code this process runs is the code it loaded: read the checkout's revision now, not
     #                     when the summary is written, maybe hours later, after the checkout has moved on
     keep_freed_memory()

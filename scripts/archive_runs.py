@@ -23,16 +23,18 @@ error, and nothing is replaced. Unfinished, diverged and damaged runs are left o
   python scripts/archive_runs.py --pack-folders DEST       move run folders kept in DEST the old way into its pack
 """
 import argparse
+import json
 import os
+import secrets
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fedcluster.lifecycle.integrity import finished_run_problem, sealed_problem  # noqa: E402
+from fedcluster.lifecycle import fsops  # noqa: E402
+from fedcluster.lifecycle.integrity import sealed_problem  # noqa: E402
 from fedcluster.lifecycle.rundir import plain_name  # noqa: E402
 from fedcluster.lifecycle.run_files import PackedFiles  # noqa: E402
 from fedcluster.results.packs import PACK_NAME, PackError, read_pack, relative_name, write_pack  # noqa: E402
@@ -128,53 +130,91 @@ def _folder_entry(path: Path):
 
 
 def unpack(dest: Path, out: Path) -> dict:
-    """Write each run of dest's pack as a run folder under `out` (a new folder per run, written whole into a
-    temporary folder, checked against its seal, then renamed into place); a folder there already holding the same
-    run is passed by, a different one is an error."""
+    """Write each run of dest's pack as a run folder under `out`: every file name and the seal checked first, then
+    the run written whole into a new temporary folder and renamed into place without replacing anything. Every
+    folder on the way is opened from the one before without following a link (lifecycle/fsops.py), so a link
+    planted under `out` at any moment is refused, never written through; a folder there already holding the same
+    run is passed by, anything else there is an error."""
     runs = _read(dest)
     if not runs:
         raise ArchiveError(f"{dest} holds no {PACK_NAME}; nothing unpacked")
     _dest_folder(out)
     counts = {"unpacked": 0, "present": 0}
     for name in sorted(runs):
-        target = out / name
-        on_the_way = [target] + [p for p in target.parents if p == out or out in p.parents]
-        if any(p.is_symlink() for p in on_the_way):
-            raise ArchiveError(f"{target}: a symbolic link on the way; the archive writes only into folders of its own")
-        if os.path.lexists(target):
-            have = _folder_entry(target)
-            if have is None or have[SUMMARY_FILE] != runs[name].get(SUMMARY_FILE):
-                raise ArchiveError(f"{target} already holds something else than the packed run; nothing replaced")
-            counts["present"] += 1
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", dir=target.parent))
+        entry = runs[name]
+        bad = [f for f in [name, *entry] if not relative_name(f)]
+        if bad or SUMMARY_FILE not in entry:
+            raise ArchiveError(f"{dest / PACK_NAME}: run {name!r} names {bad[0] if bad else 'no summary.json'!r}, not a "
+                               "file inside its folder; nothing of it unpacked")
+        summary = json.loads(entry[SUMMARY_FILE])
+        problem = sealed_problem(PackedFiles(entry), summary)
+        if problem is not None:
+            raise ArchiveError(f"{dest / PACK_NAME}: run {name!r} does not match its seal ({problem}); not unpacked")
+        *parents, leaf = name.split("/")
         try:
-            for file, text in runs[name].items():
-                if not relative_name(file):
-                    raise ArchiveError(f"{dest / PACK_NAME}: run {name!r} names {file!r}, not a file inside its folder")
-                (tmp / file).parent.mkdir(parents=True, exist_ok=True)
-                with open(tmp / file, "xb") as f:
-                    f.write(text.encode("utf-8"))
-            import json
-            problem = finished_run_problem(tmp, json.loads(runs[name][SUMMARY_FILE]))
-            if problem is not None:
-                raise ArchiveError(f"{dest / PACK_NAME}: run {name!r} does not match its seal ({problem}); not unpacked")
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o777 & ~umask)
-            os.rename(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
+            with fsops.folder_below(out, parents) as parent:
+                if _present(parent, leaf, entry, out / name):
+                    counts["present"] += 1
+                    continue
+                _write_run_folder(parent, leaf, entry)
+        except OSError as e:
+            raise ArchiveError(f"{out / name}: {e.strerror or e} (a symbolic link or a file on the way?); the archive "
+                               "writes only into folders of its own; nothing replaced") from None
         counts["unpacked"] += 1
     return counts
 
 
+def _present(parent: int, leaf: str, entry: dict, shown: Path) -> bool:
+    """True where `leaf` in the folder `parent` is a folder holding this very run (its summary.json); False where
+    nothing is there; an error for anything else."""
+    try:
+        os.lstat(leaf, dir_fd=parent)
+    except FileNotFoundError:
+        return False
+    try:
+        fd = fsops.descend(parent, [leaf])
+        try:
+            have = fsops.read_below(fd, SUMMARY_FILE).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
+    except OSError:
+        have = None
+    if have != entry[SUMMARY_FILE]:
+        raise ArchiveError(f"{shown} already holds something else than the packed run; nothing replaced")
+    return True
+
+
+def _write_run_folder(parent: int, leaf: str, entry: dict) -> None:
+    """The run's files in a new temporary folder beside `leaf` (mode 0777 less the umask), renamed to `leaf` only
+    where nothing has that name by then; the temporary folder removed on any failure."""
+    tmp = f".{leaf[:40]}.{secrets.token_hex(4)}.tmp"
+    os.mkdir(tmp, 0o777, dir_fd=parent)
+    try:
+        top = fsops.descend(parent, [tmp])
+        try:
+            for file, text in sorted(entry.items()):
+                *folders, base = file.split("/")
+                fd = fsops.descend(top, folders, create=True)
+                try:
+                    fsops.write_new(fd, base, text.encode("utf-8"))
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(top)
+        fsops.rename_no_replace(parent, tmp, leaf)
+    except BaseException:
+        try:
+            shutil.rmtree(tmp, dir_fd=parent)
+        except (OSError, TypeError):
+            pass
+        raise
+
+
 def pack_folders(dest: Path) -> dict:
     """Move the run folders kept in `dest` the old way (one folder per run) into its pack: each run read and checked
-    against its seal, the pack written, read back and compared, and only then the files packed removed (and the
-    folders they leave empty)."""
+    against its seal, the pack written, read back and compared, and only then the run's own files removed
+    (`_remove_sealed`: what fedcluster sealed, never a file only the folder itself names) and the folders they leave
+    empty."""
     _dest_folder(dest)
     runs = _read(dest)
     found = discover(dest)
@@ -191,13 +231,26 @@ def pack_folders(dest: Path) -> dict:
     if read_pack(dest / PACK_NAME) != {**runs, **added}:
         raise ArchiveError(f"{dest / PACK_NAME} does not read back as written; the folders are kept")
     for name, files in added.items():
-        for file in files:
-            (dest / name / file).unlink()
-        for d in sorted({(dest / name / f).parent for f in files}, key=lambda p: -len(p.parts)):
-            while d != dest and d.is_dir() and not any(d.iterdir()):
-                d.rmdir()
-                d = d.parent
+        _remove_sealed(dest, name, json.loads(files[SUMMARY_FILE]))
     return {"packed": len(added), "left": len(found.skipped)}
+
+
+def _remove_sealed(dest: Path, name: str, summary: dict) -> None:
+    """Remove the files of the run folder dest/name that fedcluster sealed as the run's (config.yaml, summary.json,
+    and the tables summary.json's `integrity` checksums: names inside the folder, checked by `kept_files`), each
+    through folder descriptors opened without following a link; then the folders left empty, up to `dest`. Any
+    other file there (.hydra/overrides.yaml, a user's note) stays, and so does its folder."""
+    parts = name.split("/")
+    sealed = [CONFIG_FILE, SUMMARY_FILE] + sorted((summary.get("integrity") or {}).get("files") or {})
+    with fsops.folder_below(dest, parts, create=False) as fd:
+        for file in sealed:
+            os.unlink(file, dir_fd=fd)
+    for depth in range(len(parts), 0, -1):
+        with fsops.folder_below(dest, parts[:depth - 1], create=False) as fd:
+            try:
+                os.rmdir(parts[depth - 1], dir_fd=fd)
+            except OSError:   # not empty (or not ours to remove): it and the folders above stay
+                return
 
 
 def main(argv=None) -> int:

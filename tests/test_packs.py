@@ -25,8 +25,11 @@ def packed(tmp_path):
             assert archive_runs.main(["--unpack", str(CAMPAIGN), str(dest)]) == 0
         else:
             shutil.copytree(CAMPAIGN, dest)
+    (pack / "seed=0" / "notes.txt").write_text("a user's note")
     assert archive_runs.main(["--pack-folders", str(pack)]) == 0
-    assert [p.name for p in pack.iterdir()] == [PACK_NAME]
+    left = sorted(p.relative_to(pack).as_posix() for p in pack.rglob("*") if p.is_file())
+    # only the runs' sealed files are removed: the command Hydra recorded and a user's note stay where they were
+    assert left == sorted([PACK_NAME, "seed=0/notes.txt"] + [f"seed={s}/.hydra/overrides.yaml" for s in range(3)])
     return folders, pack
 
 
@@ -87,3 +90,57 @@ def test_a_damaged_pack_is_one_skipped_entry(tmp_path):
     found = discover(tmp_path)
     assert not found.runs and [s.path.name for s in found.skipped] == [PACK_NAME]
     assert "not a readable runs pack" in found.skipped[0].reason
+
+
+def _nested_pack(tmp_path):
+    """The campaign's pack with its runs one folder down (sweep/seed=N), as a sweep with subfolders has them."""
+    runs = read_pack(CAMPAIGN / PACK_NAME)
+    (tmp_path / "c").mkdir()
+    write_pack(tmp_path / "c" / PACK_NAME, {f"sweep/{name}": files for name, files in runs.items()})
+    return tmp_path / "c"
+
+
+@pytest.mark.parametrize("when", ["before", "between runs", "while a run is written"])
+def test_unpacking_never_writes_through_a_link_planted_on_the_way(tmp_path, capsys, monkeypatch, when):
+    pack, out, elsewhere = _nested_pack(tmp_path), tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out.mkdir()
+    def swap():
+        (out / "sweep").rename(tmp_path / "moved")
+        (out / "sweep").symlink_to(elsewhere)
+    if when == "before":
+        (out / "sweep").symlink_to(elsewhere)
+    elif when == "while a run is written":   # after the first run's first file: its folder is held, not its path
+        real_write, calls = archive_runs.fsops.write_new, []
+
+        def write_then_swap(fd, name, data):
+            real_write(fd, name, data)
+            calls.append(name)
+            if len(calls) == 1:
+                swap()
+        monkeypatch.setattr(archive_runs.fsops, "write_new", write_then_swap)
+    else:   # the first run is written, then the folder it went into is swapped for a link
+        real = archive_runs._write_run_folder
+        written = []
+
+        def plant_after_first(parent, leaf, entry):
+            real(parent, leaf, entry)
+            written.append(leaf)
+            if len(written) == 1:
+                swap()
+        monkeypatch.setattr(archive_runs, "_write_run_folder", plant_after_first)
+    assert archive_runs.main(["--unpack", str(pack), str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "on the way" in err[0]
+    assert list(elsewhere.iterdir()) == []   # nothing written through the link
+    if when != "before":   # the run written before the swap is whole where it was written
+        assert discover(tmp_path / "moved").runs and not discover(tmp_path / "moved").skipped
+
+
+def test_unpacking_replaces_nothing_already_there(tmp_path, capsys):
+    pack, out = _nested_pack(tmp_path), tmp_path / "out"
+    (out / "sweep" / "seed=1").mkdir(parents=True)   # an empty folder a plain rename would replace
+    assert archive_runs.main(["--unpack", str(pack), str(out)]) == 2
+    assert "already holds something else" in capsys.readouterr().err
+    assert list((out / "sweep" / "seed=1").iterdir()) == []
+    assert not [p for p in (out / "sweep").iterdir() if p.name.endswith(".tmp")]   # no temporary folder left

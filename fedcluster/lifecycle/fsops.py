@@ -166,3 +166,87 @@ def entry_names(path) -> list:
     """The names in the folder `path` (opened without following a link when it is inside a held run directory)."""
     with folder(path, create=False) as dfd:
         return sorted(os.listdir(dfd))
+
+
+def descend(fd: int, parts, create: bool = False) -> int:
+    """A new descriptor of fd/parts[0]/.../parts[-1], each part opened from the one before with O_NOFOLLOW
+    (created first when missing and `create`): a link at any of them is ELOOP or ENOTDIR. The caller closes it."""
+    fd = os.dup(fd)
+    try:
+        for part in parts:
+            if not _plain(part):
+                raise OSError(errno.EINVAL, "not one plain folder name", part)
+            if create:
+                try:
+                    os.mkdir(part, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            inner = os.open(part, _DIR_FLAGS | NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def folder_below(base, parts=(), create: bool = True) -> Iterator[int]:
+    """A descriptor of base/parts[0]/.../parts[-1] for a place outside any run directory (an archive, a folder
+    runs are unpacked into): `base` itself opened without following a link (created with its parents when missing
+    and `create`), then each part as `descend` opens it, so a link planted at any of them, at any moment, is
+    refused, never a place written through."""
+    base = Path(base)
+    if create:
+        base.mkdir(parents=True, exist_ok=True)
+    top = os.open(base, _DIR_FLAGS | NOFOLLOW)
+    try:
+        fd = descend(top, parts, create)
+    finally:
+        os.close(top)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_below(dir_fd: int, name: str) -> bytes:
+    """The bytes of the file `name` in the folder `dir_fd`, opened without following a link."""
+    fd = os.open(name, os.O_RDONLY | NOFOLLOW | CLOEXEC, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """A new file `name` in the folder `dir_fd` (O_EXCL | O_NOFOLLOW: nothing there already is opened or replaced)."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o666, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+_RENAME_NOREPLACE = 1
+
+
+def rename_no_replace(dir_fd: int, src: str, dst: str) -> None:
+    """Rename `src` to `dst` in the folder `dir_fd`, refusing (FileExistsError) where `dst` exists, even an empty
+    folder that plain rename would replace: renameat2(RENAME_NOREPLACE) where the C library has it, else a link
+    check just before a plain rename (the only window left is on systems without renameat2)."""
+    import ctypes
+    import ctypes.util
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        renameat2 = None
+    if renameat2 is not None:
+        if renameat2(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL):   # a kernel or file system without it: the fallback below
+            raise OSError(err, os.strerror(err), dst)
+    try:
+        os.lstat(dst, dir_fd=dir_fd)
+    except FileNotFoundError:
+        os.rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    raise FileExistsError(errno.EEXIST, "already exists", dst)
