@@ -18,7 +18,8 @@ fedcluster chose, and the ratio to the reference at each N.
 Usage:
   python benchmarks/memory_benchmark.py                              # N = 10, 50, 100, 200, 500, 1000
   python benchmarks/memory_benchmark.py --clients 10,200 --methods fedavg,ifca_cam
-  python benchmarks/memory_benchmark.py --smoke --data-root DIR      # what CI runs: N = 4 (K = 2), fake data
+  python benchmarks/memory_benchmark.py --smoke --data-root DIR      # what CI runs: N = 4 (K = 2), fake data, the
+                                                                     # reference, FedAvg and IFCA-CAM (SMOKE_METHODS)
   python benchmarks/memory_benchmark.py --json                       # one JSON object per (method, N)"""
 import argparse
 import json
@@ -39,6 +40,9 @@ METHODS = {
     "local": ["algorithm=local"],
     "reference": ["algorithm=fedavg"],
 }
+# --smoke (CI): the reference, the plainest method and the one whose rows per client differ (IFCA-CAM: a cluster
+# model and h per client); each (method, N) is a process of its own, so every method at once costs CI half a minute
+SMOKE_METHODS = ("reference", "fedavg", "ifca_cam")
 PROTOCOL = ["+preset=cam/table1", "hydra.mode=RUN", "partition=cluster_dirichlet", "num_clusters=10",
             "model=fedavg_cnn", "rounds=1", "eval_every=1", "progress=false", "plots=false", "checkpoint_every=0"]
 
@@ -135,9 +139,10 @@ def measure(method: str, clients: int, steps: int, extra) -> dict:
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", default="10,50,100,200,500,1000")
-    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--methods", default=None, help=f"default: all ({','.join(METHODS)}); with --smoke "
+                                                       f"{','.join(SMOKE_METHODS)}")
     p.add_argument("--steps", type=int, default=1, help="local steps per client (train.steps)")
-    p.add_argument("--smoke", action="store_true", help="N = 4 with K = 2, for CI (every method, one size)")
+    p.add_argument("--smoke", action="store_true", help="N = 4 with K = 2, for CI (SMOKE_METHODS, one size)")
     p.add_argument("--data-root", help="where Fashion-MNIST is (sets FEDCLUSTER_DATA_ROOT)")
     p.add_argument("--override", action="append", default=[], help="an extra override for every run")
     p.add_argument("--json", action="store_true")
@@ -150,7 +155,7 @@ def main():
     sizes = [4] if args.smoke else [int(c) for c in args.clients.split(",")]
     if args.smoke:   # K must divide N
         args.override = ["num_clusters=2"] + args.override
-    methods = args.methods.split(",")
+    methods = (args.methods or ",".join(SMOKE_METHODS if args.smoke else METHODS)).split(",")
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         sys.exit(f"memory_benchmark.py: --methods {','.join(unknown)} is unknown; allowed: {','.join(METHODS)}")

@@ -2,7 +2,6 @@
 participation.csv (where the method samples clients),
 the algorithm's own tables (`Algorithm.artifacts`), figures, and summary.json last (its presence
 marks the run finished)."""
-from pathlib import Path
 
 import numpy as np
 

@@ -24,8 +24,7 @@ from .errors import ConfigError
 from .metrics import model_metrics
 from .protocols import check_built
 from .lifecycle.identity import flatten
-
-ENGINES = ("auto", "batched", "looped", "sequential")
+from .run_keys import ENGINES   # declared with the `engine` key
 
 
 def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) -> str:

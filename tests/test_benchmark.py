@@ -136,14 +136,14 @@ def test_the_microbenchmarks_run_in_their_smoke_form():
 
 
 def test_the_memory_benchmark_runs_in_its_smoke_form_beside_the_reference(fake_root):
-    """benchmarks/memory_benchmark.py (issue 56): every method and the plain per-client loop, at one size (each
-    (method, N) is a process of its own: two sizes in CI cost a minute of its 15)."""
+    """benchmarks/memory_benchmark.py (issue 56), its smoke form: the plain per-client loop, FedAvg and IFCA-CAM at
+    one size (each (method, N) is a process of its own); `--methods` picks any of them (the refusal below)."""
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "memory_benchmark.py"), "--smoke", "--json",
                           "--data-root", str(fake_root)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert [(r["method"], r["clients"]) for r in rows] == [
-        (m, 4) for m in ["reference", "fedavg", "ifca", "ifca_cam", "fedsoft", "local"]]
+        (m, 4) for m in ["reference", "fedavg", "ifca_cam"]]
     for r in rows:
         assert r["peak_rss_mb"] > 100 and r["chunk"] >= 1
         assert r["vs_reference"] == pytest.approx(r["peak_rss_mb"] / next(

@@ -19,6 +19,7 @@ from fedcluster.lifecycle.divergence import DivergenceWatch
 from fedcluster.runner import run
 
 from conftest import SMALL, make_cfg
+from cli_in_process import fedcluster_in_process
 from test_cli import SMALL_CLI, _fedcluster
 
 
@@ -28,9 +29,10 @@ def snapshot(path: Path) -> dict:
             for f in sorted(path.rglob("*")) if f.is_file()}
 
 
-def cli(*args, cwd, timeout=300, **kw):
-    return subprocess.run([_fedcluster(), *SMALL_CLI, "progress=false", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, **kw)
+def cli(*args, cwd):
+    """The small CLI run, in this process (cli_in_process.py): what the command says, writes and refuses; the tests
+    whose point is a process of its own (a stop signal, two processes at once) start one."""
+    return fedcluster_in_process([*SMALL_CLI, "progress=false", *args], cwd=cwd)
 
 
 def one_line_error(proc, *needles):

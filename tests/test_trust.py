@@ -17,6 +17,7 @@ from fedcluster.errors import ConfigError
 from fedcluster.lifecycle.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
 from fedcluster.runner import run
 
+from cli_in_process import fedcluster_in_process
 from conftest import SMALL, die_in_round, make_cfg
 from test_cli import SMALL_CLI, _fedcluster
 
@@ -44,12 +45,9 @@ def wait_for(path: Path, proc=None, timeout=120):
 def assert_resumes_to_an_uninterrupted_run(args, out: Path, tmp_path: Path) -> None:
     """The same command (args end with hydra.run.dir=out) finishes the run, and its metrics.csv
     is byte-identical to an uninterrupted run of the same config."""
-    resumed = subprocess.run([_fedcluster(), *QUIET, *args], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=300)
+    resumed = fedcluster_in_process([*QUIET, *args], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    reference = subprocess.run([_fedcluster(), *QUIET, *args[:-1],
-                                f"hydra.run.dir={tmp_path / 'ref'}"], cwd=tmp_path, capture_output=True, text=True,
-                               timeout=300)
+    reference = fedcluster_in_process([*QUIET, *args[:-1], f"hydra.run.dir={tmp_path / 'ref'}"], cwd=tmp_path)
     assert reference.returncode == 0
     assert (out / "metrics.csv").read_bytes() == (tmp_path / "ref" / "metrics.csv").read_bytes()
 
@@ -74,8 +72,7 @@ def test_a_refused_process_never_removes_a_directory_another_holds(tmp_path):
     rundir.check_place(out)
     inode = out.stat().st_ino
     with rundir.locked(out):
-        proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={out}"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120)
+        proc = fedcluster_in_process([*QUIET, f"hydra.run.dir={out}"], cwd=tmp_path)
         one_line_error(proc, "in use by another fedcluster process")
         assert out.is_dir() and out.stat().st_ino == inode and not any(out.iterdir())
 
@@ -106,11 +103,10 @@ def test_paused_owner_keeps_its_directory_and_nothing_mixes(tmp_path):
     wait_for(out / "config.yaml", owner)
     owner.send_signal(signal.SIGSTOP)
     try:
-        same = subprocess.run([_fedcluster(), *QUIET, "rounds=40", "checkpoint_every=0",
-                               f"hydra.run.dir={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        other = subprocess.run([_fedcluster(), *QUIET, "rounds=40", "checkpoint_every=0",
-                                "seed=1", f"hydra.run.dir={out}"], cwd=tmp_path, capture_output=True, text=True,
-                               timeout=120)
+        same = fedcluster_in_process([*QUIET, "rounds=40", "checkpoint_every=0",
+                               f"hydra.run.dir={out}"], cwd=tmp_path)
+        other = fedcluster_in_process([*QUIET, "rounds=40", "checkpoint_every=0",
+                                "seed=1", f"hydra.run.dir={out}"], cwd=tmp_path)
     finally:
         owner.send_signal(signal.SIGCONT)
     one_line_error(same, "in use")
@@ -223,8 +219,7 @@ def test_a_resumed_checkpoint_is_verified_by_the_command_too(tmp_path):
             data[len(data) // 2] ^= 0x10
             (out / name).write_bytes(bytes(data))
     before = snapshot(out)
-    again = subprocess.run([_fedcluster(), *QUIET, *args], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=120)
+    again = fedcluster_in_process([*QUIET, *args], cwd=tmp_path)
     one_line_error(again, "fails its checksum", "overwrite=true")
     assert snapshot(out) == before
 
@@ -313,8 +308,7 @@ def test_overwrite_replaces_a_finished_run_of_another_config(finished):
 ])
 def test_composition_errors_are_one_line_and_leave_nothing(tmp_path, args, needle):
     out = tmp_path / "X" / "a" / "b" / "c"
-    proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={out}", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = fedcluster_in_process([*QUIET, f"hydra.run.dir={out}", *args], cwd=tmp_path)
     one_line_error(proc, needle)
     assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
 
@@ -331,15 +325,13 @@ def test_a_refused_sweep_is_one_line_and_leaves_nothing(tmp_path, args, needle):
     """A sweep whose every job is refused (a bad value, a config that cannot be composed) leaves no
     sweep directory (Hydra's multirun.yaml included) and no parent it created."""
     sweep = tmp_path / "X" / "a" / "b" / "c"
-    proc = subprocess.run([_fedcluster(), "-m", *QUIET, *args, f"hydra.sweep.dir={sweep}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = fedcluster_in_process(["-m", *QUIET, *args, f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     one_line_error(proc, needle)
     assert not (tmp_path / "X").exists() and not (tmp_path / "outputs").exists()
 
 
 def test_a_preset_whose_every_job_is_refused_leaves_nothing_in_its_default_directory(tmp_path):
-    proc = subprocess.run([_fedcluster(), "+preset=fedsoft/table1_synthetic", "train.lr=-1"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    proc = fedcluster_in_process(["+preset=fedsoft/table1_synthetic", "train.lr=-1"], cwd=tmp_path)
     one_line_error(proc, "all 12 jobs of the sweep were refused", "train.lr=-1.0 is out of range")
     assert not (tmp_path / "outputs").exists()
 
@@ -350,8 +342,8 @@ def test_a_preset_whose_every_job_is_refused_leaves_nothing_in_its_default_direc
 ])
 def test_a_sweep_with_a_refused_job_keeps_the_others_and_names_the_refusal(tmp_path, grid, refusal):
     sweep = tmp_path / "sweep"
-    proc = subprocess.run([_fedcluster(), "-m", *QUIET, "rounds=1", grid,
-                           f"hydra.sweep.dir={sweep}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = fedcluster_in_process(["-m", *QUIET, "rounds=1", grid,
+                           f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("fedcluster: error:")]
     assert len(errors) == 1 and refusal in errors[0], proc.stderr
@@ -363,8 +355,7 @@ def test_a_sweep_with_a_refused_job_keeps_the_others_and_names_the_refusal(tmp_p
 
 
 def test_an_empty_sweep_directory_is_named_as_such(tmp_path):
-    proc = subprocess.run([_fedcluster(), "-m", *SMALL_CLI, "seed=0,1", "hydra.sweep.dir="], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = fedcluster_in_process(["-m", *SMALL_CLI, "seed=0,1", "hydra.sweep.dir="], cwd=tmp_path)
     one_line_error(proc, "output directory is empty (hydra.sweep.dir='')")
     assert list(tmp_path.iterdir()) == []
 
@@ -375,7 +366,7 @@ def test_an_empty_sweep_directory_is_named_as_such(tmp_path):
     (["-m", "--cfg", "job", "seed=0,1"], "Only one of --run, --multirun, --cfg"),
 ])
 def test_unknown_or_clashing_flags_are_one_line(tmp_path, args, needle):
-    proc = subprocess.run([_fedcluster(), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = fedcluster_in_process([*args], cwd=tmp_path)
     one_line_error(proc, needle)
     assert list(tmp_path.iterdir()) == []
 
@@ -386,8 +377,7 @@ def test_hydra_full_error_still_gives_the_full_trace(tmp_path):
 
 
 def test_an_empty_run_directory_is_refused(tmp_path):
-    proc = subprocess.run([_fedcluster(), *QUIET, "hydra.run.dir="], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = fedcluster_in_process([*QUIET, "hydra.run.dir="], cwd=tmp_path)
     one_line_error(proc, "output directory is empty")
     assert list(tmp_path.iterdir()) == []
 
@@ -695,16 +685,14 @@ def test_a_run_whose_directory_is_moved_away_stops_instead_of_writing_elsewhere(
     (["train.lr=${nope}"], "train.lr cannot be resolved"),
 ])
 def test_deleted_settings_and_bad_interpolations_are_one_line(tmp_path, args, needle):
-    proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={tmp_path / 'r'}", *args],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = fedcluster_in_process([*QUIET, f"hydra.run.dir={tmp_path / 'r'}", *args], cwd=tmp_path)
     one_line_error(proc, needle)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_over_long_directory_name_is_one_line_and_leaves_no_parent(tmp_path):
     out = tmp_path / "ok" / ("x" * 300) / "r"
-    proc = subprocess.run([_fedcluster(), *QUIET, f"hydra.run.dir={out}"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = fedcluster_in_process([*QUIET, f"hydra.run.dir={out}"], cwd=tmp_path)
     one_line_error(proc, "File name too long")
     assert not (tmp_path / "ok").exists()
 

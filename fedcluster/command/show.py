@@ -1,14 +1,16 @@
 """`fedcluster show group=option`: an option's settings, each with its value in the composed config,
 its type, the default its class declares and the values it allows, read from the same signature
 the config's schema and checks come from (schema.py, settings.py). `fedcluster show` lists the
-groups and their options; `fedcluster show group` one group's options with their descriptions."""
+groups and their options; `fedcluster show group` one group's options with their descriptions; `fedcluster show
+run` the run's own keys (run_keys.py), each with its value in the composed config, type, default, rule and help."""
 import inspect
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 from ..config.conf_dir import GROUPS
-USAGE = "usage: fedcluster show [group[=option]] [key=value ...]   e.g. fedcluster show algorithm=fedsoft"
+USAGE = ("usage: fedcluster show [run | group[=option]] [key=value ...]   e.g. fedcluster show algorithm=fedsoft, "
+         "fedcluster show run +preset=clove/images")
 
 
 def description(path: Path) -> str:
@@ -66,6 +68,26 @@ def aligned(rows: List[List[str]]) -> str:
     return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+def run_keys_table(overrides: List[str], conf: Path) -> str:
+    """`fedcluster show run [overrides]`: every run key as run_keys.py declares it, with its value in the config
+    those overrides compose (a preset's or a data set's solver shows here)."""
+    from ..config.composition import check_declared
+    from ..config.store import compose_config
+    from ..config.validate import validate
+    from ..run_keys import run_keys
+    cfg = compose_config(overrides, conf)
+    validate(cfg)
+    check_declared(cfg)
+    rows = [["key", "value", "type", "default", "allowed", "what it is"]]
+    for key in run_keys():
+        head, _, tail = key.key.partition(".")
+        value = cfg[head][tail] if tail else cfg.get(head)
+        rows.append([key.key, repr(value), type_name(key.annotation, key.default), repr(key.default),
+                     "; ".join(r.text for r in key.rules) or "-",
+                     key.help + (" (never changes results)" if key.volatile else "")])
+    return "\n".join(["Run keys (fedcluster/run_keys.py); change one with <key>=<value>:", aligned(rows)])
+
+
 def show(args: List[str], conf: Path) -> str:
     """The text `fedcluster show <args>` prints; a ValueError for bad arguments."""
     from omegaconf import OmegaConf
@@ -74,8 +96,11 @@ def show(args: List[str], conf: Path) -> str:
         lines = ["Config groups and their options (fedcluster show group=option for its settings):"]
         for group in GROUPS:
             lines.append(f"  {group:<10} {', '.join(group_options(group, conf))}")
+        lines.append("The run's own keys (seed, rounds, train.lr, ...): fedcluster show run")
         return "\n".join(lines)
     first, overrides = args[0], args[1:]
+    if first == "run":
+        return run_keys_table(overrides, conf)
     group, _, option = first.partition("=")
     if group not in GROUPS:
         raise ValueError(f"{group!r} is not a config group; allowed: {list(GROUPS)}")

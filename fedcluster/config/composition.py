@@ -5,7 +5,6 @@ parse in 4-30 lines and exits 1. `one_line` turns each into `KEY=VALUE: what is 
 ...` (the CLI prints it and exits 2; HYDRA_FULL_ERROR=1 still gives Hydra's full trace).
 `undeclared_keys` finds keys added with `+key=value` that no schema declares (Hydra accepts them
 and the run would ignore them while storing them in config.yaml)."""
-import dataclasses
 import difflib
 import re
 from pathlib import Path
@@ -164,14 +163,15 @@ def _plain(cfg) -> dict:
 
 def undeclared_keys(cfg) -> List[str]:
     """Dotted keys of the composed config that no schema declares, with what was meant: top-level
-    keys against `Config`, `train.*` against `TrainConfig`, every group node (nested ones too,
+    keys and `train.*` against their declarations (run_keys.py), every group node (nested ones too,
     e.g. CAM's base) against the signature of the class it instantiates."""
-    from .store import GROUP_PACKAGES, Config, TrainConfig
+    from .store import GROUP_PACKAGES
+    from ..run_keys import top_level_names, train_names
     plain = {k: v for k, v in _plain(cfg).items() if k != "hydra"}
     out = []
-    top = {f.name for f in dataclasses.fields(Config)}
+    top = set(top_level_names())
     out += [f"{k}{_suggest(k, top)}" for k in plain if k not in top]
-    train = {f.name for f in dataclasses.fields(TrainConfig)}
+    train = set(train_names())
     out += [f"train.{k}{_suggest(k, train)}" for k in (plain.get("train") or {}) if k not in train]
 
     def walk(node, prefix):
@@ -194,13 +194,12 @@ def undeclared_keys(cfg) -> List[str]:
 def missing_keys(cfg) -> List[str]:
     """Top-level and `train` settings the composed config lacks (deleted with `~key`): every one
     is needed by the run, so none may be removed."""
-    from .store import Config, TrainConfig
+    from ..run_keys import may_be_deleted, top_level_names, train_names
     plain = _plain(cfg)
-    optional = {"logger", "table"}   # default null
-    out = [f.name for f in dataclasses.fields(Config) if f.name not in plain and f.name not in optional]
+    out = [k for k in top_level_names() if k not in plain and k not in may_be_deleted()]
     train = plain.get("train")
     if isinstance(train, dict):
-        out += [f"train.{f.name}" for f in dataclasses.fields(TrainConfig) if f.name not in train]
+        out += [f"train.{k}" for k in train_names() if k not in train]
     return out
 
 

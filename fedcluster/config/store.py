@@ -14,7 +14,7 @@ import hashlib
 import re
 import secrets
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -23,7 +23,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from .. import algorithms, data, hardware, loggers, models, partitions
 from .conf_dir import config_dir
 from ..lifecycle.identity import NAME_EXCLUDED_KEYS
-from .schema import schema_of
+from .schema import config_type, schema_of
+from ..run_keys import GROUPS, run_keys
 
 # Each config group's classes live in its package (conf/<group>/ <-> the package): an option is a class there
 # that a yaml of the config folder builds from (`- /schemas/<group>/<ClassName>@...`), or a plugin's class;
@@ -56,42 +57,21 @@ def option_classes(group: str, conf: Optional[Path] = None) -> list:
 UNNAMED = ("hardware", "logger")   # groups whose options carry no `name` label
 
 
-@dataclass
-class TrainConfig:
-    """The clients' local solver (values: conf/config.yaml `train`)."""
-    optimizer: str = MISSING
-    lr: float = MISSING
-    epochs: int = MISSING
-    batch_size: int = MISSING
-    momentum: float = MISSING
-    weight_decay: float = MISSING
-    steps: Optional[int] = MISSING
+def _structured(name: str, declared, leading=()):
+    """A structured-config dataclass of declared run keys (run_keys.py): each field typed as OmegaConf checks it,
+    with its declared default; `leading` fields first."""
+    fields = list(leading)
+    for key in declared:
+        fields.append((key.key.rsplit(".", 1)[-1], config_type(key.annotation, key.default), field(default=key.default)))
+    return make_dataclass(name, fields)
 
 
-@dataclass
-class Config:
-    """Types of the top-level keys; their values and meaning: conf/config.yaml."""
-    dataset: Any = MISSING
-    partition: Any = MISSING
-    model: Any = MISSING
-    algorithm: Any = MISSING
-    hardware: Any = MISSING
-    logger: Any = None     # {name: tracker options}; fedcluster/loggers
-    train: TrainConfig = field(default_factory=TrainConfig)
-    seed: int = MISSING
-    rounds: int = MISSING
-    engine: str = MISSING
-    eval_every: int = MISSING
-    eval_local_train: bool = MISSING
-    eval_round_start_train: bool = MISSING
-    num_clusters: Optional[int] = MISSING
-    checkpoint_every: int = MISSING
-    progress: bool = MISSING
-    plots: bool = MISSING
-    overwrite: bool = MISSING
-    divergence_factor: Optional[float] = MISSING
-    objective: Optional[str] = MISSING
-    table: Optional[str] = None
+# The run's settings as Hydra composes them (conf/config.yaml starts from `schema_config`): the groups (their nodes
+# typed by their own schemas), the trackers, `train` and the run keys, every value and type from run_keys.py.
+TrainConfig = _structured("TrainConfig", [k for k in run_keys() if k.key.startswith("train.")])
+Config = _structured("Config", [k for k in run_keys() if "." not in k.key], leading=[
+    *((group, Any, field(default=MISSING)) for group in GROUPS), ("logger", Any, field(default=None)),
+    ("train", TrainConfig, field(default_factory=TrainConfig))])
 
 
 def algorithm_classes() -> list:

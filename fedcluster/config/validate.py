@@ -4,8 +4,8 @@ Every number anywhere in the config must be finite, and every integer must fit i
 (|v| <= 2**63 - 1: torch and numpy hold them as int64). A group option's settings must be what
 its class's signature allows (settings.py: `Annotated[int, AtLeast(1)]` and the like, read from
 the class each config node builds, nested nodes such as CAM's `algorithm.base` included); the
-run's own keys below (`RUN_RULES`, by full key). Types are already enforced by the schemas
-(config.py)."""
+run's own keys where run_keys.py declares them (`RUN_RULES`, by full key). Types are already enforced by the
+schemas (store.py)."""
 import math
 from typing import Dict, Optional
 
@@ -13,22 +13,17 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from ..engine.optim import OPTIMIZERS
 from ..errors import ConfigError
 from ..algorithms.base import serves_newcomers
 from .schema import parameters
-from ..settings import check_joint, MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule, rules_of
+from ..run_keys import rules as run_key_rules
+from ..settings import check_joint, Rule, rules_of
 
 INT64_MAX = 2 ** 63 - 1
 # The metrics each task's evaluation produces (metrics.model_metrics), for `objective`.
 TASK_METRICS = {"regression": ("mse",), "reconstruction": ("mse",), "classification": ("accuracy", "macro_f1")}
 
-RUN_RULES: Dict[str, Rule] = {
-    "rounds": Count, "seed": AtLeast(0), "eval_every": AtLeast(1), "checkpoint_every": AtLeast(0),
-    "num_clusters": AtLeast(1), "divergence_factor": Positive,
-    "train.lr": Positive, "train.epochs": Count, "train.batch_size": Between(1, MAX_BATCH), "train.steps": Count,
-    "train.momentum": Probability, "train.weight_decay": AtLeast(0), "train.optimizer": OneOf(sorted(OPTIMIZERS)),
-}
+RUN_RULES: Dict[str, Rule] = run_key_rules()
 SKIP_PREFIXES = ("hydra.",)
 
 

@@ -32,8 +32,6 @@ class SGD:
     in_place = True   # has `update_`
 
     def __init__(self, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
-        if lr <= 0:
-            raise ConfigError(f"train.lr={lr} must be > 0")
         self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
 
     def init(self, params) -> State:
@@ -86,8 +84,6 @@ class Adam:
     in_place = True   # has `update_`
 
     def __init__(self, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
-        if lr <= 0:
-            raise ConfigError(f"train.lr={lr} must be > 0")
         self.lr, (self.b1, self.b2), self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
 
     def init(self, params) -> State:

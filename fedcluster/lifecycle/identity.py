@@ -11,7 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
-VOLATILE_KEYS = ("progress", "checkpoint_every", "plots", "overwrite", "objective", "logger", "hydra")
+from ..run_keys import volatile_keys
+
+# the run keys marked VOLATILE where they are declared (run_keys.py), the trackers, and Hydra's own node
+VOLATILE_KEYS = volatile_keys() + ("logger", "hydra")
 # Command-line overrides left out of a sweep job's directory name: the volatile keys (Hydra's
 # own settings by their full names) and the preset, whose settings name the directory instead.
 NAME_EXCLUDED_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "+preset", "preset") + \
