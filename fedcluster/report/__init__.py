@@ -157,7 +157,8 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fedcluster-report", description=__doc__.splitlines()[0],
                 epilog="Subcommands: `fedcluster-report leaderboard SWEEP_DIR` (the leaderboard page of the runs of "
                        "conf/preset/leaderboard/), `fedcluster-report reproductions [--check]` (docs/reproductions.md "
-                       "from docs/reproductions.yaml); each takes --help. A directory of those names: ./leaderboard")
+                       "from docs/reproductions.yaml), `fedcluster-report ablation --before DIR --after DIR --out PAGE` "
+                       "(a setting's runs beside the runs it replaces and the paper); each takes --help. A directory of those names: ./leaderboard")
     p.add_argument("directory", type=Path, help="a run directory or a multirun directory")
     p.add_argument("--figures", action="store_true",
                    help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
@@ -174,12 +175,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-SUBCOMMANDS = ("leaderboard", "reproductions")
+SUBCOMMANDS = ("leaderboard", "reproductions", "ablation")
 
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / reproductions ...
+    if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / reproductions ... / ablation ...
         from importlib import import_module
         sys.exit(import_module(f".{argv[0]}", __name__).main(argv[1:]))
     p = parser()
