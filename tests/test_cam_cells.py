@@ -1,8 +1,7 @@
-"""scripts/cam_cells.py on constructed per-run CSVs with known values: means, the paper's band, the
+"""`fedcluster-report cam-cells` (fedcluster/report/cam_cells.py) on constructed per-run CSVs with known values: means, the paper's band, the
 paired and Welch differences, and a run given twice refused. Also: the committed cells page regenerates
 byte-identical from the committed CSVs."""
 import csv
-import importlib.util
 import subprocess
 import sys
 
@@ -10,9 +9,7 @@ import pytest
 
 from conftest import ROOT
 
-spec = importlib.util.spec_from_file_location("cam_cells", ROOT / "scripts" / "cam_cells.py")
-cam_cells = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cam_cells)
+from fedcluster.report import cam_cells
 
 FIELDS = ["table", "partition", "K", "method", "options", "seed", "acc", "micro_acc", "macro_f1", "ari",
           "cluster_sizes", "device", "wall_time_s", "run_dir"]
@@ -69,10 +66,10 @@ def test_a_run_in_two_csvs_is_refused(tmp_path):
 def test_the_committed_cells_page_regenerates_byte_identical(tmp_path):
     page = ROOT / "docs" / "results" / "paper_protocol" / "cam_fmnist_cells.md"
     command = page.read_text().splitlines()[2].strip("`").split()
-    assert command[:3] == ["python", "scripts/cam_cells.py", str(page.relative_to(ROOT))]
+    assert command[:3] == ["fedcluster-report", "cam-cells", str(page.relative_to(ROOT))]
     out = tmp_path / "cells.md"
-    subprocess.run([sys.executable, "scripts/cam_cells.py", str(out)] + command[3:], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "fedcluster.report", "cam-cells", str(out)] + command[3:], cwd=ROOT,
+                   check=True, capture_output=True)
     assert out.read_text().replace(str(out), command[2]) == page.read_text()
 
 

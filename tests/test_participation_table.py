@@ -1,7 +1,6 @@
-"""scripts/participation_table.py: the seen/unseen and partial-participation page is made from archived runs,
+"""`fedcluster-report participation` (fedcluster/report/participation.py): the seen/unseen and partial-participation page is made from archived runs,
 each run's own config saying whether it held clients out, sampled them, or neither; the committed page's table
 is what the archives give; a run that changes both at once is refused, by name."""
-import importlib.util
 import json
 import shutil
 
@@ -12,9 +11,7 @@ from omegaconf import OmegaConf
 from conftest import ROOT, archived_run_names, make_cfg, reseal, unpacked_copy
 from rows_grid import grid, name
 
-spec = importlib.util.spec_from_file_location("participation_table", ROOT / "scripts" / "participation_table.py")
-participation_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(participation_table)
+from fedcluster.report import participation as participation_table
 
 RESULTS = ROOT / "docs" / "results"
 PAGE = RESULTS / "paper_protocol" / "unseen_and_partial_ls3.md"

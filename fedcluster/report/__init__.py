@@ -158,7 +158,9 @@ def parser() -> argparse.ArgumentParser:
                 epilog="Subcommands: `fedcluster-report leaderboard SWEEP_DIR` (the leaderboard page of the runs of "
                        "conf/preset/leaderboard/), `fedcluster-report reproductions [--check]` (docs/reproductions.md "
                        "from docs/reproductions.yaml), `fedcluster-report ablation --before DIR --after DIR --out PAGE` "
-                       "(a setting's runs beside the runs it replaces and the paper); each takes --help. A directory of those names: ./leaderboard")
+                       "(a setting's runs beside the runs it replaces and the paper), `fedcluster-report cam-cells OUT.md CSV...` "
+                       "(Fed-CAM Tables 1-2 cell by cell), `fedcluster-report participation FOLDER...` (seen vs unseen "
+                       "clients and partial participation); each takes --help. A directory of those names: ./leaderboard")
     p.add_argument("directory", type=Path, help="a run directory or a multirun directory")
     p.add_argument("--figures", action="store_true",
                    help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
@@ -175,14 +177,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-SUBCOMMANDS = ("leaderboard", "reproductions", "ablation")
+# `fedcluster-report <name> ...`: the module of this package that makes it (each a page of finished runs: the
+# leaderboard, the reproductions page and the per-cell account, a setting's ablation, and two papers' own tables)
+SUBCOMMANDS = {"leaderboard": "leaderboard", "reproductions": "reproductions", "ablation": "ablation",
+               "cam-cells": "cam_cells", "participation": "participation"}
 
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / reproductions ... / ablation ...
         from importlib import import_module
-        sys.exit(import_module(f".{argv[0]}", __name__).main(argv[1:]))
+        sys.exit(import_module(f".{SUBCOMMANDS[argv[0]]}", __name__).main(argv[1:]))
     p = parser()
     args = p.parse_args(argv)
     root = args.directory

@@ -17,19 +17,17 @@ arithmetic differs, their config and data draw do not); a CPU seed is marked "(C
 configuration and seed run on both is counted once, with its GPU run (the page's main device), and both runs are
 listed under the cell as a device cross-check, so the choice is shown, never silent.
 
-  python scripts/cam_cells.py OUT.md CSV [CSV ...]
+  fedcluster-report cam-cells OUT.md CSV [CSV ...]
 """
 import argparse
 import csv
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from fedcluster.hardware import device_kind                    # noqa: E402
-from fedcluster.results.cells import Reported, Stat, Verdict  # noqa: E402
-from fedcluster.results.compare import difference             # noqa: E402
-from fedcluster.tables.paper_numbers import number, reported   # noqa: E402
+from ..hardware import device_kind
+from ..results.cells import Reported, Stat, Verdict
+from ..results.compare import difference
+from ..tables.paper_numbers import number, reported
 
 CONTROL = "distance_on=fc startup_epochs=3"
 # (method, options) -> (label, the paper's row it is compared with)
@@ -49,7 +47,7 @@ def load(paths):
             for r in csv.DictReader(f):
                 key = (r["table"], r["run_dir"])
                 if key in seen:
-                    raise SystemExit(f"cam_cells.py: run {r['run_dir']!r} is in both {seen[key]} and {path}; "
+                    raise SystemExit(f"fedcluster-report cam-cells: run {r['run_dir']!r} is in both {seen[key]} and {path}; "
                                      f"allowed: each run in one CSV")
                 seen[key] = path
                 r["options"] = r["options"] or ""
@@ -61,7 +59,7 @@ def row_device(row) -> str:
     """'cpu' or 'cuda' (fedcluster.hardware.device_kind of the run's recorded device); anything else stops."""
     kind = device_kind(row.get("device"))
     if kind not in ("cpu", "cuda"):
-        raise SystemExit(f"cam_cells.py: run {row['run_dir']!r} has device {row.get('device')!r}; allowed: cpu, cuda")
+        raise SystemExit(f"fedcluster-report cam-cells: run {row['run_dir']!r} has device {row.get('device')!r}; allowed: cpu, cuda")
     return kind
 
 
@@ -108,7 +106,7 @@ def cell_table(table, partition, k, rows):
         twin = next((o for o in group if o["seed"] == r["seed"]), None)
         if twin is not None and row_device(twin) == row_device(r):
             # two folders of one configuration and seed on one device: never one of them silently
-            raise SystemExit(f"cam_cells.py: {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
+            raise SystemExit(f"fedcluster-report cam-cells: {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
                              f"runs, {twin['run_dir']!r} and {r['run_dir']!r}; allowed: one run per "
                              f"configuration, seed and device")
         if twin is not None:   # one on each device: the GPU run counts, both are listed below the cell
@@ -150,24 +148,24 @@ def cell_table(table, partition, k, rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="fedcluster-report cam-cells", description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("csvs", nargs="+")
     args = ap.parse_args(argv)
     missing = [c for c in args.csvs if not Path(c).is_file()]
     if missing:
-        sys.exit(f"cam_cells.py: {missing[0]} is not a file; give the per-run CSVs (docs/results/paper_protocol/cam_*per_run*.csv)")
+        sys.exit(f"fedcluster-report cam-cells: {missing[0]} is not a file; give the per-run CSVs (docs/results/paper_protocol/cam_*per_run*.csv)")
     out = Path(args.out)
     blocking = next((q for q in out.parents if q.exists() and not q.is_dir()), None)
     if out.is_dir() or blocking is not None:
-        sys.exit(f"cam_cells.py: {out} cannot be written ({'a folder' if out.is_dir() else f'{blocking} is a file'}); "
+        sys.exit(f"fedcluster-report cam-cells: {out} cannot be written ({'a folder' if out.is_dir() else f'{blocking} is a file'}); "
                  "give a .md file path")
     rows = load(args.csvs)
     cells = {}
     for r in rows:
         cells.setdefault((r["table"], r["partition"], int(r["K"])), []).append(r)
     lines = ["# Fed-CAM Tables 1-2, cell by cell (generated; do not edit)", "",
-             f"`python scripts/cam_cells.py {args.out} {' '.join(args.csvs)}`", "",
+             f"`fedcluster-report cam-cells {args.out} {' '.join(args.csvs)}`", "",
              "Mean ± sample std over the seeds listed (one seed: its value). Paper: Fed-CAM's mean ± std "
              "(200 clients; ours 20 clients at the paper's per-client scale). '− paper': our micro accuracy minus "
              "the paper's, within or outside its mean ± 2 std. Differences: 95 % interval, paired by seed where "
@@ -180,7 +178,7 @@ def main(argv=None):
     tmp = Path(args.out).with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(args.out)
-    print(f"cam_cells.py: {len(rows)} runs in {len(cells)} cells -> {args.out}")
+    print(f"fedcluster-report cam-cells: {len(rows)} runs in {len(cells)} cells -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ method's rule picks for a newcomer), then with client_fraction and client_dropou
 summary.json under the folders given, and its own config.yaml says which of the three it is, so one sweep of
 conf/preset/clove/ls3_participation.yaml, archives and the leaderboard's runs can be read together.
 
-  python scripts/participation_table.py FOLDER [FOLDER ...] [--out PAGE.md]
+  fedcluster-report participation FOLDER [FOLDER ...] [--out PAGE.md]
 (a later folder's run of the same method, seed and condition replaces an earlier one's)
 """
 import argparse
@@ -17,12 +17,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from fedcluster.lifecycle.io import write_text  # noqa: E402
-from fedcluster.results.compare import difference, mean_interval  # noqa: E402
-from fedcluster.results.runs import discover  # noqa: E402
+from ..lifecycle.io import write_text
+from ..results.compare import difference, mean_interval
+from ..results.runs import discover
 
 
 CONDITIONS = ("full", "holdout", "partial")
@@ -55,7 +52,7 @@ def condition(config: dict, where: Path) -> str:
     fraction, dropout = sampling(config, "client_fraction"), sampling(config, "client_dropout")
     partial = (fraction is not None and fraction < 1) or bool(dropout)
     if held and partial:
-        raise SystemExit(f"participation_table.py: {where} both holds clients out and samples them; "
+        raise SystemExit(f"fedcluster-report participation: {where} both holds clients out and samples them; "
                          "this table compares one change at a time")
     return "holdout" if held else "partial" if partial else "full"
 
@@ -98,7 +95,7 @@ def gap(a: dict, key_a: str, b: dict, key_b: str, most: int) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="fedcluster-report participation", description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+",
                    help="folders searched for finished runs; each run's config says its condition")
     p.add_argument("--dataset", default="fashion_mnist")
@@ -112,7 +109,7 @@ def main(argv=None) -> int:
     fraction = {sampling(s["run_config"], "client_fraction") for seeds in partial.values() for s in seeds.values()}
     dropout = {sampling(s["run_config"], "client_dropout") for seeds in partial.values() for s in seeds.values()}
     if len(share) != 1 or len(fraction) != 1 or len(dropout) != 1:
-        raise SystemExit(f"participation_table.py: one setting per condition; holdout_clients {share}, "
+        raise SystemExit(f"fedcluster-report participation: one setting per condition; holdout_clients {share}, "
                          f"client_fraction {fraction}, client_dropout {dropout}")
     (share,), (fraction,), (dropout,) = share, fraction, dropout
     lines = [f"| method | full participation | seen clients (holdout {share}) | unseen clients (holdout {share}) "
