@@ -258,7 +258,7 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
     num_params = count_parameters(build_model)
     signals.check()
     keys = size_keys(cfg, source, partition, in_shape)
-    held = source.held_bytes() if hasattr(source, "held_bytes") else {}
+    source_bytes = source.held_bytes() if hasattr(source, "held_bytes") else {}   # what the source keeps in memory
 
     per_sample = activation_numel(build_model, in_shape)
     element_size = torch.empty(0, dtype=hw.torch_dtype).element_size()
@@ -270,13 +270,13 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
                        rows=1 if hw.chunk == "auto" else min(hw.chunk, algorithm.training_rows(num_clients)),
                        row_activation_bytes=batch * per_sample * element_size, element_size=element_size,
                        value_bytes=getattr(source, "value_bytes", 4))
-        check_fits(size, hw.torch_device, keys=keys, fixed=held)
+        check_fits(size, hw.torch_device, keys=keys, fixed=source_bytes)
 
-    held = hold_out_clients(build_data(source, partition, cfg.seed, fits), getattr(partition, "holdout_clients", 0.0),
+    clients = hold_out_clients(build_data(source, partition, cfg.seed, fits), getattr(partition, "holdout_clients", 0.0),
                             cfg.seed)
     signals.check()
-    data = held.seen.to(hw.torch_device, hw.torch_dtype)
-    newcomers = None if held.unseen is None else held.unseen.to(hw.torch_device, hw.torch_dtype)
+    data = clients.seen.to(hw.torch_device, hw.torch_dtype)   # the clients that train; the unseen: newcomers
+    newcomers = None if clients.unseen is None else clients.unseen.to(hw.torch_device, hw.torch_dtype)
     model = build_model().to(hw.torch_device, hw.torch_dtype)
     check_model_fits(model, data, cfg)
     signals.check()
@@ -288,7 +288,7 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
     check_model_features(model, data, cfg, algorithm)
     fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
                      batch_size=cfg.train.batch_size, newcomers=newcomers,
-                     newcomer_ids=tuple(held.unseen_ids))
+                     newcomer_ids=tuple(clients.unseen_ids))
     t = cfg.train
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
     trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps,

@@ -7,7 +7,7 @@ import torch
 
 from .engine.precision import set_precision
 from .errors import ConfigError
-from .settings import AtLeast, AutoOr
+from .rules import AtLeast, AutoOr
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 CPU_PRECISIONS = ("fp32", "bf16")   # tf32 is TensorFloat-32 matrix units of NVIDIA GPUs

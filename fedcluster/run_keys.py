@@ -1,6 +1,6 @@
 """The run's own settings (the top-level keys and the clients' local solver `train.*`), each declared once, here:
 its type, default, allowed values and help in one field, as a group option's settings are declared once in its
-class's signature (settings.py).
+class's signature (rules.py).
 
     rounds: Annotated[int, Count, Help("communication rounds")] = 50
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Annotated, Dict, List, Optional, Tuple
 
 from .engine.optim import OPTIMIZERS
-from .settings import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule
+from .rules import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule
 
 OPTIMIZER_NAMES = tuple(sorted(OPTIMIZERS))   # the local optimizers fedcluster implements (engine/optim.py)
 ENGINES = ("auto", "batched", "looped", "sequential")   # how local training is computed (assemble.choose_engine)

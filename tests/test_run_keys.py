@@ -15,7 +15,7 @@ from fedcluster.errors import ConfigError
 from fedcluster.lifecycle.identity import VOLATILE_KEYS, config_fingerprint
 from fedcluster.run_keys import run_keys, top_level_names
 from fedcluster.runner import requested_config
-from fedcluster.settings import Between, OneOf
+from fedcluster.rules import Between, OneOf
 
 KEYS = run_keys()
 

@@ -15,7 +15,7 @@ import fedcluster.algorithms as algorithms_pkg
 from fedcluster.algorithms.base import Algorithm
 from fedcluster.errors import ConfigError
 from fedcluster.config.schema import parameters
-from fedcluster.settings import Between, OneOf, unwrap
+from fedcluster.rules import Between, OneOf, unwrap
 
 for _m in pkgutil.iter_modules(algorithms_pkg.__path__):
     importlib.import_module(f"fedcluster.algorithms.{_m.name}")
@@ -155,7 +155,7 @@ def test_the_python_api_and_the_cli_word_a_refusal_alike(tmp_path):
 def test_a_shared_setting_has_one_declaration():
     """client_fraction means the same on every algorithm that samples clients: each takes settings.ClientFraction,
     so its rule, (0, 1], is written once."""
-    from fedcluster.settings import ClientFraction
+    from fedcluster.rules import ClientFraction
     takers = [c for c in ALGORITHMS if any(p.name == "client_fraction" for p in parameters(c))]
     assert len(takers) >= 10
     for cls in takers:
@@ -169,7 +169,7 @@ def test_a_rule_over_two_settings_is_declared_once_and_checked_alike_from_a_conf
     from conftest import make_cfg
     from fedcluster.errors import ConfigError
     from fedcluster.partitions import RandomMix
-    from fedcluster.settings import NotAbove
+    from fedcluster.rules import NotAbove
     from fedcluster.config.validate import validate
     message = "partition.min_samples=100 exceeds partition.max_samples=50; allowed: min_samples <= max_samples"
     with pytest.raises(ConfigError) as from_config:

@@ -15,7 +15,7 @@ from ..engine.forward import outputs_paired
 from ..engine.terms import Term, concat_terms
 from ..models.rows import Rows, cat_rows
 from ..models.stacked import HOST, Stack, on_device
-from ..settings import CheckedSettings
+from ..rules import CheckedSettings
 from .federation import Federation
 from .fold import Fold
 
@@ -86,7 +86,7 @@ def split_rows(stack: Stack, sizes: List[int]) -> List[Stack]:
     return [{k: parts[k][i] for k in stack} for i in range(len(sizes))]
 
 
-class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked when built (settings.py)
+class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked when built (rules.py)
     name = "algorithm"
     reads_features = False      # True: training or prediction calls model(x, with_features=True) (assemble.py checks the model)
     # The attributes that change from round to round and that a checkpoint saves (record.py): a

@@ -7,9 +7,9 @@ import torch
 
 from ..engine.forward import outputs_on_clients, outputs_paired
 from ..engine.terms import FrozenOffset
-from ..settings import MAX_COUNT, Between, OneOf
+from ..rules import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans
-from .components import for_clients, global_mean_fold
+from .model_tables import for_clients, global_mean_fold
 from .fold import Parts
 
 WARMUPS = ("fedavg", "base")

@@ -33,7 +33,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.optim import OPTIMIZERS, build_optimizer
 from ..rng import derived_seed
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm
 

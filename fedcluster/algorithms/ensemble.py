@@ -6,7 +6,7 @@ from typing import Annotated
 import torch
 
 from ..rng import derived_seed
-from ..settings import AtLeast
+from ..rules import AtLeast
 from .base import Algorithm, concat_plans
 from .fold import Parts
 

@@ -9,9 +9,9 @@ from torch.func import functional_call
 
 from ..models.rows import rows_of
 from ..engine.losses import per_sample_loss
-from ..settings import AtLeast, Between, ClientDropout, ClientFraction, MAX_BATCH, Positive
+from ..rules import AtLeast, Between, ClientDropout, ClientFraction, MAX_BATCH, Positive
 from .base import Algorithm, RoundPlan
-from .components import keep_trained, personal_models, sample_weighted_mean
+from .model_tables import keep_trained, personal_models, sample_weighted_mean
 from .fold import gathered
 
 

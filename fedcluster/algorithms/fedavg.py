@@ -5,9 +5,9 @@ import torch
 
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import Proximal
-from ..settings import AtLeast, ClientDropout, ClientFraction
+from ..rules import AtLeast, ClientDropout, ClientFraction
 from .base import Algorithm, RoundPlan
-from .components import copies, for_clients, global_mean_fold
+from .model_tables import copies, for_clients, global_mean_fold
 
 
 class FedAvg(Algorithm):

@@ -7,7 +7,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.forward import outputs_on_clients
 from ..engine.terms import SampleWeights
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 from .fold import gathered
 

@@ -8,9 +8,9 @@ import torch
 from ..models.rows import rows_of
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Probability
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Probability
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
-from .components import personal_models
+from .model_tables import personal_models
 from .fold import gathered
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
 

@@ -9,9 +9,9 @@ from ..models.rows import rows_of
 from ..engine.forward import outputs_paired
 from ..engine.terms import PrototypePull
 from ..errors import ConfigError
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan
-from .components import keep_trained, personal_models
+from .model_tables import keep_trained, personal_models
 from .fold import gathered
 
 WEIGHTINGS = ("clients", "samples")

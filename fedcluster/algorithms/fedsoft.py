@@ -7,9 +7,9 @@ from ..errors import ConfigError
 from ..models.rows import rows_of
 from ..models.stacked import on_device
 from ..engine.terms import Proximal
-from ..settings import AtLeast, Between
+from ..rules import AtLeast, Between
 from .base import Algorithm, Federation, RoundPlan
-from .components import personal_models
+from .model_tables import personal_models
 from .fold import KeepRows
 
 

@@ -5,10 +5,10 @@ import torch
 
 from ..models.rows import rows_of, take_rows
 from ..engine.terms import Proximal
-from ..settings import AtLeast, ClientDropout, ClientFraction, Count, OneOf
+from ..rules import AtLeast, ClientDropout, ClientFraction, Count, OneOf
 from .base import Phase, RoundPlan, weighted_mean_rows
 from .clustered import ClusteredAlgorithm
-from .components import keep_trained, personal_models
+from .model_tables import keep_trained, personal_models
 from .fold import gathered
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
 

@@ -8,7 +8,7 @@ import torch
 
 from ..models.rows import rows_of
 from ..models.stacked import Stack, repeat
-from ..settings import AtLeast, ClientDropout, ClientFraction
+from ..rules import AtLeast, ClientDropout, ClientFraction
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm
 from .fold import aggregate_at_once, gathered

@@ -6,7 +6,7 @@ import torch
 from ..engine.forward import losses_on_clients, outputs_paired
 from ..models.rows import rows_of
 from ..models.stacked import Stack
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm
 from .fold import MixedSums

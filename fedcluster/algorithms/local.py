@@ -3,7 +3,7 @@ import torch
 
 from ..models.rows import rows_of
 from .base import Algorithm, RoundPlan
-from .components import personal_models
+from .model_tables import personal_models
 from .fold import KeepRows
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ..models.rows import rows_of
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import RoundPlan
 from .clustered import ClusteredAlgorithm, check_choice
 

@@ -8,9 +8,9 @@ from torch.func import functional_call, grad
 from ..engine.losses import per_sample_loss
 from ..engine.terms import META_PARTS, MetaStep
 from ..errors import ConfigError
-from ..settings import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
+from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
 from .base import Algorithm
-from .components import copies
+from .model_tables import copies
 from .fold import Then
 from .fedavg import FedAvg
 

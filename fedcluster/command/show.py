@@ -1,6 +1,6 @@
 """`fedcluster show group=option`: an option's settings, each with its value in the composed config,
 its type, the default its class declares and the values it allows, read from the same signature
-the config's schema and checks come from (schema.py, settings.py). `fedcluster show` lists the
+the config's schema and checks come from (schema.py, rules.py). `fedcluster show` lists the
 groups and their options; `fedcluster show group` one group's options with their descriptions; `fedcluster show
 run` the run's own keys (run_keys.py), each with its value in the composed config, type, default, rule and help."""
 import inspect
@@ -25,7 +25,7 @@ def description(path: Path) -> str:
 
 def type_name(annotation, default) -> str:
     from ..config.schema import config_type
-    from ..settings import unwrap
+    from ..rules import unwrap
     bare = unwrap(annotation)[0]
     if bare is inspect.Parameter.empty:
         return "any"
@@ -46,7 +46,7 @@ def shown(raw, resolved) -> str:
 def settings_table(cls, node) -> List[List[str]]:
     from omegaconf import OmegaConf
     from ..config.schema import parameters, plain
-    from ..settings import unwrap
+    from ..rules import unwrap
     raw = OmegaConf.to_container(node, resolve=False)
     rows = [["setting", "value", "type", "class default", "allowed"]]
     for p in parameters(cls):

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
-from ..settings import unwrap
+from ..rules import unwrap
 
 RUNTIME_ARGS = {"seed", "in_shape", "num_outputs"}   # given by assemble.build, not by the config
 SHARED = {"num_clusters": (Optional[int], "${num_clusters}")}
@@ -52,7 +52,7 @@ def plain(value):
 
 def config_type(annotation, default):
     """The OmegaConf type of a parameter: its annotation where OmegaConf can check it, else Any
-    (the allowed values of an `Annotated` one are checked by validate.py, settings.py)."""
+    (the allowed values of an `Annotated` one are checked by validate.py, rules.py)."""
     annotation = unwrap(annotation)[0]
     if annotation in (int, float, bool, str):
         return annotation if default is not None else Optional[annotation]

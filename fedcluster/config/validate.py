@@ -2,7 +2,7 @@
 
 Every number anywhere in the config must be finite, and every integer must fit in 64 bits
 (|v| <= 2**63 - 1: torch and numpy hold them as int64). A group option's settings must be what
-its class's signature allows (settings.py: `Annotated[int, AtLeast(1)]` and the like, read from
+its class's signature allows (rules.py: `Annotated[int, AtLeast(1)]` and the like, read from
 the class each config node builds, nested nodes such as CAM's `algorithm.base` included); the
 run's own keys where run_keys.py declares them (`RUN_RULES`, by full key). Types are already enforced by the
 schemas (store.py)."""
@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..algorithms.base import serves_newcomers
 from .schema import parameters
 from ..run_keys import rules as run_key_rules
-from ..settings import check_joint, Rule, rules_of
+from ..rules import check_joint, Rule, rules_of
 
 INT64_MAX = 2 ** 63 - 1
 # The metrics each task's evaluation produces (metrics.model_metrics), for `objective`.

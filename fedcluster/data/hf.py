@@ -18,7 +18,7 @@ from typing import Annotated, List, Optional
 import numpy as np
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
-from ..settings import AtLeast, Between, OneOf
+from ..rules import AtLeast, Between, OneOf
 from .samples import ImageDecode
 from .tensors import TensorSource
 from .text import token_ids

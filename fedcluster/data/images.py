@@ -11,7 +11,7 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
-from ..settings import AtLeast, CheckedSettings, OneOf
+from ..rules import AtLeast, CheckedSettings, OneOf
 from .augment import CropFlip
 from .readers import READERS
 from .samples import ImageDecode
@@ -105,7 +105,7 @@ def channel_stats(x: torch.Tensor):
     return mean.to(torch.float32).view(-1, 1, 1), std.to(torch.float32).view(-1, 1, 1)
 
 
-class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
+class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked when built (rules.py)
     task = "classification"
     value_bytes = 1   # pixels are stored as uint8 until a batch is read (data/samples.py)
 

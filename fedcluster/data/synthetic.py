@@ -13,10 +13,10 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
-from ..settings import AtLeast, Between, CheckedSettings, Positive
+from ..rules import AtLeast, Between, CheckedSettings, Positive
 
 
-class SyntheticRegression(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
+class SyntheticRegression(CheckedSettings, group="dataset"):   # declared rules checked when built (rules.py)
     task = "regression"
     num_classes = 0
     size_setting = "dim"   # what a sample's size follows (data/budget.py names it in a refusal)

@@ -19,7 +19,7 @@ import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
-from ..settings import AtLeast, Between, CheckedSettings, OneOf
+from ..rules import AtLeast, Between, CheckedSettings, OneOf
 
 FORMATS = (".csv", ".npz", ".pt")
 
@@ -155,7 +155,7 @@ def read_npz_arrays(path: Path) -> dict:
     return arrays
 
 
-class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked when built (settings.py)
+class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked when built (rules.py)
     """Samples from the user's file(s). See the module docstring for the layout."""
     value_bytes = 4
 

@@ -24,7 +24,7 @@ import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
-from ..settings import AtLeast, Between, CheckedSettings, OneOf
+from ..rules import AtLeast, Between, CheckedSettings, OneOf
 
 AMAZON_DOMAINS = ("books", "dvd", "electronics", "kitchen")
 PAD, UNKNOWN = 0, 1

@@ -4,7 +4,7 @@ from typing import Annotated, Sequence
 import torch
 import torch.nn as nn
 
-from ..settings import AtLeast, OneOf, Probability
+from ..rules import AtLeast, OneOf, Probability
 from .init import INITS, check_sizes, initialize
 from .pooling import MaxPool2x2
 

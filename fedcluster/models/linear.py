@@ -5,7 +5,7 @@ from typing import Annotated
 import torch
 import torch.nn as nn
 
-from ..settings import OneOf
+from ..rules import OneOf
 from .init import INITS, initialize
 
 

@@ -5,7 +5,7 @@ from typing import Annotated, Sequence
 import torch
 import torch.nn as nn
 
-from ..settings import AtLeast, OneOf
+from ..rules import AtLeast, OneOf
 from .init import INITS, check_sizes, initialize
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..settings import AtLeast, OneOf
+from ..rules import AtLeast, OneOf
 from .init import INITS, check_sizes, initialize
 
 

@@ -4,7 +4,7 @@ from typing import Annotated
 import numpy as np
 
 from ..errors import ConfigError
-from ..settings import Fraction, OneOf
+from ..rules import Fraction, OneOf
 from .skews import ClusterSkew, class_members
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, CheckedSettings, HoldoutShare, OneOf, Probability
+from ..rules import AtLeast, CheckedSettings, HoldoutShare, OneOf, Probability
 from .allocation import Allocation
 from .shares import largest_remainder
 
@@ -63,7 +63,7 @@ def partitioner_class(kind: str):
     return getattr(module, KINDS[kind])
 
 
-class FlowerPartition(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
+class FlowerPartition(CheckedSettings, group="partition"):   # declared rules checked when built (rules.py)
     name = "flower"
 
     def __init__(self, kind: Annotated[str, OneOf(sorted(KINDS))] = "dirichlet",

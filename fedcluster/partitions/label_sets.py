@@ -8,7 +8,7 @@ from typing import Annotated, Dict, List, Optional
 import numpy as np
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Fraction, Positive
+from ..rules import AtLeast, Fraction, Positive
 from .shares import dirichlet
 from .skews import ClusterSkew, class_members
 

@@ -4,7 +4,7 @@ from typing import Annotated, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import ConfigError
-from ..settings import AtLeast
+from ..rules import AtLeast
 from .skews import ClusterSkew, class_members
 
 # exp111 (concept shift): each cluster swaps the label pairs (a0, a1), (a2, a3) of its list.

@@ -15,12 +15,12 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, HoldoutShare, Positive, Probability, CheckedSettings
+from ..rules import AtLeast, HoldoutShare, Positive, Probability, CheckedSettings
 from .allocation import Allocation
 from .shares import LabelSplit, dirichlet, ensure_minimum, largest_remainder, numpy_rng, take_indices
 
 
-class LabelPartition(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
+class LabelPartition(CheckedSettings, group="partition"):   # declared rules checked when built (rules.py)
     """Base: subclasses define `shares(num_classes, rng) -> (shares [C, m], truth or None)`."""
     name = "labels"
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, Between, HoldoutShare, NotAbove, Probability, CheckedSettings
+from ..rules import AtLeast, Between, HoldoutShare, NotAbove, Probability, CheckedSettings
 from .allocation import Allocation
 
 
@@ -32,7 +32,7 @@ def counts_from_ratios(mixture: torch.Tensor, totals: torch.Tensor) -> torch.Ten
     return counts
 
 
-class Partition(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
+class Partition(CheckedSettings, group="partition"):   # declared rules checked when built (rules.py)
     """Base: subclasses define `mixture(S, g)`."""
     name = "partition"
     needs_two = False

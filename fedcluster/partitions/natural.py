@@ -11,11 +11,11 @@ from typing import Annotated, Optional
 import torch
 
 from ..errors import ConfigError
-from ..settings import AtLeast, CheckedSettings, HoldoutShare, Probability
+from ..rules import AtLeast, CheckedSettings, HoldoutShare, Probability
 from .allocation import Allocation
 
 
-class NaturalClients(CheckedSettings, group="partition"):   # declared rules checked when built (settings.py)
+class NaturalClients(CheckedSettings, group="partition"):   # declared rules checked when built (rules.py)
     name = "natural"
 
     def __init__(self, min_samples: Annotated[int, AtLeast(1)] = 1, val_fraction: Annotated[float, Probability] = 0.1,

@@ -30,7 +30,7 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
-from ..settings import AtLeast
+from ..rules import AtLeast
 from .labels import ClusterPartition
 from .shares import LabelSplit, numpy_rng
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from fedcluster.partitions.allocation import Allocation
-from fedcluster.settings import AtLeast, CheckedSettings, Probability
+from fedcluster.rules import AtLeast, CheckedSettings, Probability
 
 
 class WineSource(CheckedSettings, group="dataset"):

@@ -7,7 +7,7 @@ from typing import Annotated
 import torch
 
 from fedcluster.algorithms import FedAvg, gathered
-from fedcluster.settings import Between, ClientFraction
+from fedcluster.rules import Between, ClientFraction
 
 
 def trimmed_mean(stacked: torch.Tensor, trim: float) -> torch.Tensor:
