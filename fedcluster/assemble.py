@@ -12,7 +12,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from . import signals
-from .algorithms.base import Federation
+from .algorithms.base import RunView
 from .data.budget import RunSize, check_fits
 from .data.federated import as_reconstruction, carve_validation, federate
 from .data.holdout import hold_out_clients
@@ -286,7 +286,7 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
         if K is not None and not 1 <= K <= data.num_clients:
             raise ConfigError(f"num_clusters={K} must be between 1 and the number of clients ({data.num_clients})")
     check_model_features(model, data, cfg, algorithm)
-    fed = Federation(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
+    fed = RunView(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
                      batch_size=cfg.train.batch_size, newcomers=newcomers,
                      newcomer_ids=tuple(clients.unseen_ids))
     t = cfg.train

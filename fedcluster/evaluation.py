@@ -6,13 +6,13 @@ from typing import Callable, List, Optional
 import numpy as np
 import torch
 
-from .algorithms.base import Algorithm, Federation
+from .algorithms.base import Algorithm, RunView
 from .engine.forward import outputs_on_shared
 from .engine.losses import per_sample_loss
 from .metrics import ari, model_metrics
 
 
-def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True,
+def evaluate(t: int, alg: Algorithm, fed: RunView, on_train: bool = True,
              local_training: Optional[Callable] = None) -> List[dict]:
     """Every metric row of round t: the cluster models on each distribution's test set, each client's predictors
     on its own splits, and the held-out clients (`newcomer_rows`; `local_training(t, plan, view)`: the run's local
@@ -47,7 +47,7 @@ def evaluate(t: int, alg: Algorithm, fed: Federation, on_train: bool = True,
 UNSEEN_TEST = "unseen_test"
 
 
-def newcomer_rows(t: int, alg: Algorithm, fed: Federation, local_training: Optional[Callable] = None) -> List[dict]:
+def newcomer_rows(t: int, alg: Algorithm, fed: RunView, local_training: Optional[Callable] = None) -> List[dict]:
     """The held-out clients (partition.holdout_clients), each with the model the method's own rule picks from
     its training data (`Algorithm.newcomer_models`), scored on its test split: eval_set `unseen_test`, model
     `local`, model_index its position among the held-out clients (summary.json's `unseen_clients` gives
@@ -63,7 +63,7 @@ def newcomer_rows(t: int, alg: Algorithm, fed: Federation, local_training: Optio
 ROUND_START_TRAIN = "round_start_train"
 
 
-def round_start_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
+def round_start_rows(t: int, alg: Algorithm, fed: RunView) -> List[dict]:
     """Each client's local predictor on its own training split at the START of round t, before it
     trains (the models the previous round's aggregation left), as eval_set `round_start_train`.
 
@@ -76,13 +76,13 @@ def round_start_rows(t: int, alg: Algorithm, fed: Federation) -> List[dict]:
     return score_split(t, alg, fed, ROUND_START_TRAIN, fed.data.train)
 
 
-def score_split(t: int, alg: Algorithm, fed: Federation, eval_set: str, split) -> List[dict]:
+def score_split(t: int, alg: Algorithm, fed: RunView, eval_set: str, split) -> List[dict]:
     """Metric rows of every local predictor of `alg` on one per-client split (clients without samples
     in it have no score)."""
     return split_rows(t, fed, eval_set, split, alg.predictors(fed, split))
 
 
-def split_rows(t: int, fed: Federation, eval_set: str, split, predictors: dict) -> List[dict]:
+def split_rows(t: int, fed: RunView, eval_set: str, split, predictors: dict) -> List[dict]:
     """Metric rows of each predictor's outputs ({model: [N, Nmax, ...]}) on a per-client split."""
     task, C, rows = fed.data.task, fed.data.num_classes, []
     has = split.n > 0

@@ -207,7 +207,7 @@ def _write_run(run: SettledRun, reporting: Reporting) -> dict:
 
 
 def newcomer_training(trainer, engine: str, seed: int, chunk: Optional[int]):
-    """The run's local training, for a newcomer rule that reads a locally trained model (Federation.train on the
+    """The run's local training, for a newcomer rule that reads a locally trained model (RunView.train on the
     newcomer view, evaluation.newcomer_rows): a plan's rows on the newcomers' data, from fresh optimizer state, their
     batches from a stream of their own (purpose 'newcomers', the round), so scoring newcomers draws nothing from the
     trained clients' streams."""

@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Optional
 @dataclass
 class SettledRun:
     """cfg: the run's config (config.yaml holds `requested`, its plain-data form); out: its directory;
-    hw, fed, alg, trainer: the built hardware, federation (data, model, device), algorithm and local trainer;
+    hw, fed, alg, trainer: the built hardware, the run view algorithms use (data, model, device), algorithm and local trainer;
     engine: the gradient formulation chosen ('looped' or 'batched'); chunk: rows trained at once (None: all);
     fingerprint: the config's identity; watch: the divergence check; record: what the rounds so far produced."""
     cfg: Any

@@ -30,7 +30,7 @@ def test_selection_probabilities_eq6():
 
 
 class _Fed:
-    """Just enough of a Federation for aggregation rules."""
+    """Just enough of a RunView for aggregation rules."""
     def __init__(self, sizes):
         self.sizes = torch.tensor(sizes)
         self.device = torch.device("cpu")

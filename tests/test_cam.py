@@ -133,14 +133,14 @@ def test_a_plan_keeps_client_state_only_where_it_trains_and_only_with_plans_like
 def test_cam_min_loss_assignment_sees_the_additive_model():
     """eq. (2): with a global model that already predicts class 0 strongly, the cluster model
     chosen is the one whose *sum* with it has the least loss, not the best model alone."""
-    from fedcluster.algorithms.base import Federation
+    from fedcluster.algorithms.base import RunView
     from fedcluster.data.federated import FederatedData
     x = torch.ones(1, 4, 2)
     y = torch.zeros(1, 4, dtype=torch.long)       # class 0
     split = ClientSplit(x, y, torch.zeros(1, 4, dtype=torch.long), torch.tensor([4]))
     data = FederatedData("classification", 2, (2,), ["d"], split, split, [], torch.zeros(1, 0))
     model = torch.nn.Linear(2, 2, bias=False)
-    fed = Federation(data, model, lambda: torch.nn.Linear(2, 2, bias=False), 0, torch.device("cpu"), torch.float32)
+    fed = RunView(data, model, lambda: torch.nn.Linear(2, 2, bias=False), 0, torch.device("cpu"), torch.float32)
     centers = {"weight": torch.stack([torch.tensor([[0.0, 0.0], [3.0, 3.0]]),     # alone: favours class 1
                                       torch.tensor([[-5.0, -5.0], [5.0, 5.0]])])}  # alone: strongly class 1
     alone = fed.mean_train_losses(centers)

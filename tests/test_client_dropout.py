@@ -15,8 +15,8 @@ from fedcluster.runner import run
 
 
 def federation(n=40, seed=0):
-    from fedcluster.algorithms.federation import Federation
-    fed = Federation.__new__(Federation)
+    from fedcluster.algorithms.run_view import RunView
+    fed = RunView.__new__(RunView)
     fed.seed, fed.device = seed, torch.device("cpu")
     fed.data = type("D", (), {"num_clients": n})()
     return fed
@@ -70,11 +70,11 @@ def test_participation_csv_records_who_trained_each_round_and_a_resumed_run_keep
     killed in round 3 and resumed from its checkpoint writes the same file, byte for byte. A run that trains every
     client every round writes none."""
     import fedcluster.runner as runner
-    from fedcluster.algorithms.federation import Federation
+    from fedcluster.algorithms.run_view import RunView
     overrides = ("algorithm.client_dropout=0.4", "algorithm.client_fraction=0.5", "checkpoint_every=1")
     summary = run(small_cfg(*overrides, algorithm="ifca"), tmp_path / "straight")
     table = pd.read_csv(tmp_path / "straight" / "participation.csv")
-    fed = Federation.__new__(Federation)
+    fed = RunView.__new__(RunView)
     fed.seed, fed.device = 0, torch.device("cpu")
     fed.data = type("D", (), {"num_clients": summary["num_clients"]})()
     for t, rows in table.groupby("round"):
@@ -104,11 +104,11 @@ def test_a_cam_method_records_participation_from_its_base_methods_sampling(tmp_p
     """IFCA-CAM's client_fraction and client_dropout are its base method's (algorithm.base.*): after the FedAvg
     warm-up (every client) each round's reporting clients are the base's seeded sample, so participation.csv is
     written as for IFCA alone."""
-    from fedcluster.algorithms.federation import Federation
+    from fedcluster.algorithms.run_view import RunView
     summary = run(small_cfg("algorithm.base.client_fraction=0.5", "algorithm.base.client_dropout=0.2",
                             "algorithm.warmup_rounds=1", algorithm="ifca_cam"), tmp_path / "cam")
     table = pd.read_csv(tmp_path / "cam" / "participation.csv")
-    fed = Federation.__new__(Federation)
+    fed = RunView.__new__(RunView)
     fed.seed, fed.device = 0, torch.device("cpu")
     fed.data = type("D", (), {"num_clients": summary["num_clients"]})()
     rounds = sorted(table["round"].unique())

@@ -100,7 +100,7 @@ def test_option2_gradient_averaging_is_one_sgd_step_then_model_averaging():
 
 
 class _LossFed:
-    """A stand-in Federation whose clients report fixed loss vectors."""
+    """A stand-in RunView whose clients report fixed loss vectors."""
     def __init__(self, losses):
         self.losses = torch.as_tensor(losses, dtype=torch.float64)
         self.num_clients = len(self.losses)

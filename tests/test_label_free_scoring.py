@@ -32,7 +32,7 @@ def data_root(tmp_path_factory):
 def trained(overrides, root, rounds=2, adjust=None, local_training=False):
     """(algorithm, federation) after `rounds` rounds of the composed config, by the run's own steps;
     `adjust(cfg)`: a change to the shrunk config before it is built. `local_training`: also the run's local
-    training for newcomers (runner.newcomer_training, as evaluation hands it to Federation.newcomer_view)."""
+    training for newcomers (runner.newcomer_training, as evaluation hands it to RunView.newcomer_view)."""
     cfg = shrink(make_cfg(overrides), root)
     if adjust is not None:
         adjust(cfg)

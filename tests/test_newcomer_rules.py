@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from fedcluster.algorithms import CAM, CFL, FedEM, FeSEM, FlexCFL, IFCA, PACFL
-from fedcluster.algorithms.base import Federation
+from fedcluster.algorithms.base import RunView
 from fedcluster.algorithms.cfl import split_node
 from fedcluster.data.federated import ClientSplit, FederatedData
 
@@ -80,7 +80,7 @@ def _tiny_federation(x, y, classes=2):
     data = FederatedData("classification", classes, tuple(x.shape[2:]), ["d"], split, split, [],
                          torch.zeros(x.shape[0], 0))
     model = torch.nn.Linear(x.shape[2], classes, bias=False)
-    return Federation(data, model, lambda: torch.nn.Linear(x.shape[2], classes, bias=False), 0, torch.device("cpu"),
+    return RunView(data, model, lambda: torch.nn.Linear(x.shape[2], classes, bias=False), 0, torch.device("cpu"),
                       torch.float32)
 
 

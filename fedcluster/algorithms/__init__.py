@@ -5,7 +5,7 @@ fedcluster.config.store) without a registration line."""
 import importlib
 import pkgutil
 
-from .base import Algorithm, Federation, Phase, RoundPlan
+from .base import Algorithm, RunView, Phase, RoundPlan
 from .cam import CAM
 from .cfl import CFL
 from .clove import CLoVE
@@ -28,6 +28,6 @@ from .perfedavg import PerFedAvg
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Algorithm", "ClusteredAlgorithm", "Federation", "Phase", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
+__all__ = ["Algorithm", "ClusteredAlgorithm", "RunView", "Phase", "RoundPlan", "CAM", "CFL", "CLoVE", "Ensemble", "FedALA", "FedAvg",
            "FedEM", "FedPAC", "FedProto", "FedProx", "FedSoft", "FeSEM", "FlexCFL", "Fold", "IFCA", "LocalOnly", "PACFL",
            "PerFedAvg", "gathered"]

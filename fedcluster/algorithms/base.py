@@ -16,7 +16,7 @@ from ..engine.terms import Term, concat_terms
 from ..models.rows import Rows, cat_rows
 from ..models.stacked import HOST, Stack, on_device
 from ..rules import CheckedSettings
-from .federation import Federation
+from .run_view import RunView
 from .fold import Fold
 
 
@@ -103,13 +103,13 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         fraction = getattr(self, "client_fraction", 1.0)
         return max(1, round(fraction * num_clients))
 
-    def setup(self, fed: Federation) -> None:
+    def setup(self, fed: RunView) -> None:
         raise NotImplementedError
 
-    def plan(self, t: int, fed: Federation) -> RoundPlan:
+    def plan(self, t: int, fed: RunView) -> RoundPlan:
         raise NotImplementedError
 
-    def aggregation(self, t: int, plan: RoundPlan, fed: Federation) -> Fold:
+    def aggregation(self, t: int, plan: RoundPlan, fed: RunView) -> Fold:
         """How this round's trained rows reduce into the method's models, stated once, as a fold over the chunks of
         rows the round trains (algorithms/fold.py): a sum over clients folds chunk by chunk; an aggregation that
         needs every update at once is written over all of them and marked `@gathered`."""
@@ -127,11 +127,11 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         """[K] models meant to serve whole distributions (None if the method has none)."""
         return None
 
-    def local_models(self, fed: Federation) -> Stack:
+    def local_models(self, fed: RunView) -> Stack:
         """[N] each client's own (personalized) model."""
         raise NotImplementedError
 
-    def predictors(self, fed: Federation, split, partner: Optional[torch.Tensor] = None) -> dict:
+    def predictors(self, fed: RunView, split, partner: Optional[torch.Tensor] = None) -> dict:
         """The one scoring hook evaluation calls: every predictor scored for each client on its samples of `split`
         (a ClientSplit), as outputs [N, Nmax, ...]. {"local": outputs}, which no label of `split` may influence
         (tests/test_label_free_scoring.py; default: each client's `local_models` row), plus, for a method that
@@ -142,7 +142,7 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         loss picks by the sum's. The outputs are returned without it."""
         return {"local": outputs_paired(fed.model, self.local_models(fed), split.x, split.n, fed.batched_forward)}
 
-    def newcomer_models(self, fed: Federation, newcomers: Federation) -> Optional[Stack]:
+    def newcomer_models(self, fed: RunView, newcomers: RunView) -> Optional[Stack]:
         """[N'] the model this method gives each client that joins after training (partition.holdout_clients,
         data/holdout.py), chosen by the method's own rule from the newcomers' training data alone
         (`newcomers.data.train`; their test data is what the model is then scored on; `newcomers.train(plan)`
@@ -151,7 +151,7 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         (`serves_newcomers`)."""
         return None
 
-    def newcomer_predictors(self, fed: Federation, newcomers: Federation, split) -> dict:
+    def newcomer_predictors(self, fed: RunView, newcomers: RunView, split) -> dict:
         """The newcomers' predictors on their `split`, as `predictors` gives the trained clients': by default
         each newcomer's `newcomer_models` row; a method whose predictor is not one model (FedEM's mixture,
         CAM's h + f) overrides it."""

@@ -8,7 +8,7 @@ from ..models.rows import rows_of
 from ..models.stacked import on_device
 from ..engine.terms import Proximal
 from ..rules import AtLeast, Between
-from .base import Algorithm, Federation, RoundPlan
+from .base import Algorithm, RunView, RoundPlan
 from .model_tables import personal_models
 from .fold import KeepRows
 
@@ -60,7 +60,7 @@ class FedSoft(Algorithm):
         self.selection_size, self.smoother = selection_size, smoother
         self.replacement, self.keep_client_state = replacement, keep_client_state
 
-    def setup(self, fed: Federation) -> None:
+    def setup(self, fed: RunView) -> None:
         if self.selection_size < 1 or (self.selection_size > fed.num_clients and not self.replacement):
             raise ConfigError(f"algorithm.selection_size={self.selection_size} must be between 1 and the "
                               f"number of clients ({fed.num_clients})")

@@ -11,7 +11,7 @@ from ..rng import derived_seed, generator
 
 
 @dataclass
-class Federation:
+class RunView:
     """What algorithms may use: the clients' data, the model, and the run's random streams."""
     data: FederatedData
     model: torch.nn.Module
@@ -30,15 +30,15 @@ class Federation:
     # the run's local training of a plan's rows on these clients' data (given to the newcomer view only: `train`)
     local_training: Optional[Callable] = None
 
-    def with_offsets(self, offsets: Optional[torch.Tensor]) -> "Federation":
+    def with_offsets(self, offsets: Optional[torch.Tensor]) -> "RunView":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
         return replace(self, train_offsets=offsets)
 
-    def with_seed(self, seed: int) -> "Federation":
+    def with_seed(self, seed: int) -> "RunView":
         """A view with its own random streams (an ensemble member)."""
         return replace(self, seed=seed)
 
-    def newcomer_view(self, local_training: Optional[Callable] = None) -> "Federation":
+    def newcomer_view(self, local_training: Optional[Callable] = None) -> "RunView":
         """The run seen from its held-out clients: their data in place of the trained clients' (same model,
         streams and device), for a method's rule that picks a newcomer's model (Algorithm.newcomer_models).
         `local_training(plan, view) -> Stack`: the run's local training (evaluation.py), for a rule that reads a
@@ -52,7 +52,7 @@ class Federation:
         newcomer rule that reads a locally trained model or update (FeSEM, CFL, FlexCFL); only the newcomer view
         of an evaluation has it."""
         if self.local_training is None:
-            raise RuntimeError("Federation.train: local training is given only to the newcomer view of an evaluation")
+            raise RuntimeError("RunView.train: local training is given only to the newcomer view of an evaluation")
         if self.train_offsets is not None:   # a plan in phases carries its terms in each phase
             from ..engine.terms import FrozenOffset
             offset = FrozenOffset(self.train_offsets[plan.clients])
