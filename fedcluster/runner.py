@@ -2,7 +2,7 @@
 
 build -> for each round: plan, train the plan's clients, aggregate, evaluate, checkpoint ->
 write the results. What an algorithm decides lives in fedcluster/algorithms; assembling the run
-in assemble.py; the files a run leaves in artifacts.py."""
+in assemble.py; the files a run leaves in finished_run.py."""
 import copy
 import sys
 import time
@@ -14,14 +14,14 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from .artifacts import write_results
+from .finished_run import write_results
 from .assemble import build, choose_engine, settle
 from .lifecycle.provenance import source_revision
 from .lifecycle.divergence import DivergenceWatch
 from .data.budget import rows_per_chunk
 from .engine.allocator import keep_freed_memory
 from .engine.clients import client_chunks, concat_results, run_clients
-from .engine.records import LocalResult
+from .engine.local_results import LocalResult
 from .models.stacked import all_finite
 from .rng import derived_seed
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed

@@ -2,7 +2,7 @@
 
 `runner._run_owned` builds it after every check has passed (the config validated, the directory ours, the
 data, model, algorithm and trainer built, the engine and chunk size chosen, the record resumed or new);
-`runner._write_run`, `runner.train_round` and `artifacts.write_results` read it instead of a dozen
+`runner._write_run`, `runner.train_round` and `finished_run.write_results` read it instead of a dozen
 positional arguments, so a new part of a run is one field here, not a parameter threaded through three calls.
 `Reporting` is how this process shows the run (progress bar, loggers, the CLI's hook), which is no part of
 what the run computes."""

@@ -5,7 +5,7 @@ from torch.func import grad
 
 from .. import signals
 from .gradient_modes import row_batch
-from .records import LocalResult, RowLosses
+from .local_results import LocalResult, RowLosses
 
 
 def full_gradients(trainer, job) -> LocalResult:

@@ -19,7 +19,7 @@ from .full_gradient import full_gradients
 from .gradient_modes import HANDLES_BUFFERS, ROW_PARALLEL, gradient_mode
 from .objective import Objective
 from .optim import PartialUpdate, own_rows, step_rows
-from .records import LocalResult, RowLosses
+from .local_results import LocalResult, RowLosses
 from .schedule import Schedule, epoch_schedule, step_schedule
 from .terms import Term
 from .workers import balanced_parts, cpu_workers, only_rows

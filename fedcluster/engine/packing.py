@@ -24,7 +24,7 @@ import torch
 from ..data.samples import ClientSamples
 from ..models.stacked import cat_nested, slice_nested
 from .local import LocalJob
-from .records import LocalResult
+from .local_results import LocalResult
 from .schedule import Schedule
 
 

@@ -42,7 +42,7 @@ RUN_FILES = (CONFIG_FILE, SUMMARY_FILE, CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FIL
 OWN_DIRS = (".hydra", "tensorboard", "wandb")
 # overwrite=true moves the old run here before the new one writes; it goes back if the new run fails
 SET_ASIDE_DIR = ".fedcluster-replaced"
-FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv", "participation.csv")   # written only as a run finishes (artifacts.py)
+FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv", "participation.csv")   # written only as a run finishes (finished_run.py)
 
 
 def plain_name(name) -> bool:

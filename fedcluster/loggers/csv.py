@@ -1,7 +1,7 @@
 """metrics.csv as a live file: the rows of each evaluated round are appended as the round ends,
 so `tail -f` and live plots work. At a start or a resume the file is rewritten (atomically) to
 the rows the run holds, dropping rows of rounds a checkpoint did not keep; at the end the run
-rewrites it whole (artifacts.write_results), so a finished run's file is the same whatever
+rewrites it whole (finished_run.write_results), so a finished run's file is the same whatever
 happened on the way."""
 import csv
 import os
