@@ -68,16 +68,22 @@ def aligned(rows: List[List[str]]) -> str:
     return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def run_keys_table(overrides: List[str], conf: Path) -> str:
-    """`fedcluster show run [overrides]`: every run key as run_keys.py declares it, with its value in the config
-    those overrides compose (a preset's or a data set's solver shows here)."""
+def checked_config(overrides: List[str], conf: Path):
+    """The config a run with these overrides would compose, refused as the run would refuse it (same line)."""
     from ..config.composition import check_declared
     from ..config.store import compose_config
     from ..config.validate import validate
-    from ..run_keys import run_keys
     cfg = compose_config(overrides, conf)
     validate(cfg)
     check_declared(cfg)
+    return cfg
+
+
+def run_keys_table(overrides: List[str], conf: Path) -> str:
+    """`fedcluster show run [overrides]`: every run key as run_keys.py declares it, with its value in the config
+    those overrides compose (a preset's or a data set's solver shows here)."""
+    from ..run_keys import run_keys
+    cfg = checked_config(overrides, conf)
     rows = [["key", "value", "type", "default", "allowed", "what it is"]]
     for key in run_keys():
         head, _, tail = key.key.partition(".")
@@ -110,12 +116,7 @@ def show(args: List[str], conf: Path) -> str:
                          [f"  {o:<20} {description(option_file(group, o, conf))}" for o in options])
     if option not in options:
         raise ValueError(f"{group}={option} is not an option; allowed: {options}")
-    from ..config.store import compose_config
-    cfg = compose_config([f"+{first}" if group == "logger" else first] + overrides, conf)
-    from ..config.composition import check_declared
-    from ..config.validate import validate
-    validate(cfg)        # the values a run would refuse are refused here too, in the same line
-    check_declared(cfg)
+    cfg = checked_config([f"+{first}" if group == "logger" else first] + overrides, conf)
     node = cfg[group][option] if group == "logger" else cfg[group]
     values = OmegaConf.to_container(node, resolve=False)
     from hydra.utils import get_class

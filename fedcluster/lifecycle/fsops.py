@@ -14,6 +14,7 @@ replaced. So each operation here resolves its file at the moment it acts:
 Outside a held run directory (a report's output, an archive) the folder given is opened as given and
 only the last component is held to O_NOFOLLOW."""
 import errno
+import functools
 import os
 import secrets
 import stat
@@ -227,17 +228,23 @@ def write_new(dir_fd: int, name: str, data: bytes) -> None:
 _RENAME_NOREPLACE = 1
 
 
+@functools.lru_cache(maxsize=1)
+def _renameat2():
+    """The C library's renameat2, or None where it has none (looked up once)."""
+    import ctypes
+    import ctypes.util
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+
+
 def rename_no_replace(dir_fd: int, src: str, dst: str) -> None:
     """Rename `src` to `dst` in the folder `dir_fd`, refusing (FileExistsError) where `dst` exists, even an empty
     folder that plain rename would replace: renameat2(RENAME_NOREPLACE) where the C library has it, else a link
     check just before a plain rename (the only window left is on systems without renameat2)."""
     import ctypes
-    import ctypes.util
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        renameat2 = None
+    renameat2 = _renameat2()
     if renameat2 is not None:
         if renameat2(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
             return

@@ -121,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     a = parser().parse_args(argv)
-    command = shlex.join(["fedcluster-report", "ablation", *[x for x in _without_note(argv)]])
+    command = shlex.join(["fedcluster-report", "ablation", *_without_note(argv)])
     try:
         text = page(a.title, cells(a.before, a.methods), cells(a.after, a.methods), command, a.note)
     except AblationError as e:
