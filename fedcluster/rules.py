@@ -1,5 +1,5 @@
 """What values a setting allows, declared next to its default in the signature of the class
-that takes it:
+that takes it (or in the class's `Settings` record, `CheckedSettings`):
 
     def __init__(self, alpha: Annotated[float, Positive] = 0.5, update: Annotated[str, OneOf("mean", "sgd")] = "mean")
 
@@ -18,6 +18,12 @@ from typing import Dict, List, Tuple
 
 MAX_COUNT = 10 ** 6   # rounds, epochs or steps above this are typos (weeks of training for the smallest model here)
 MAX_BATCH = 10 ** 5   # more samples than any client of the data sets here holds
+
+
+@dataclass(frozen=True)
+class Help:
+    """A setting's one-line help (`fedcluster show`), beside its type, default and rules in one declaration."""
+    text: str
 
 
 class Rule:
@@ -62,10 +68,10 @@ Probability = Between(0, 1, hi_open=True)    # [0, 1): momentum, dropout, a held
 Count = Between(1, MAX_COUNT)
 # `client_fraction`, the share of the clients a round samples, in (0, 1]: its type and rule, declared once for
 # every algorithm that samples clients (each takes `client_fraction: ClientFraction = 1.0`).
-ClientFraction = typing.Annotated[float, Between(0, 1, lo_open=True)]
+ClientFraction = typing.Annotated[float, Between(0, 1, lo_open=True), Help("the share of the clients a round samples")]
 # `client_dropout`, the chance that a client a round samples never reports, in [0, 1): declared beside every
 # client_fraction (a method that samples no clients has no dropout to set).
-ClientDropout = typing.Annotated[float, Probability]
+ClientDropout = typing.Annotated[float, Probability, Help("the chance that a sampled client never reports")]
 # partition.holdout_clients: the share of the clients kept out of training, scored as newcomers (data/holdout.py)
 HoldoutShare = typing.Annotated[float, Probability]
 
@@ -181,15 +187,48 @@ def checked_init(init, group: str, joint=()):
     return checked
 
 
+def record_signature(record) -> inspect.Signature:
+    """The constructor signature of a class that takes its settings as one record: `self`, then each field of
+    the dataclass `record` in its order, with its type (rules included) and default. Every reader of a class's
+    settings (the config schema, validate.py, `fedcluster show`, `checked_init`) reads a signature, so a record
+    is read exactly as a signature is. A record whose class passes the other settings on to its base's
+    constructor says so (`rest_to_base: ClassVar[bool] = True`): its signature ends in `**kw`, which the
+    readers follow into the base."""
+    import dataclasses
+    hints = typing.get_type_hints(record, include_extras=True)
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for f in dataclasses.fields(record):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else inspect.Parameter.empty)
+        params.append(inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                        annotation=hints[f.name]))
+    if getattr(record, "rest_to_base", False):
+        params.append(inspect.Parameter("kw", inspect.Parameter.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def own_settings(record, args: tuple, given: dict):
+    """(the record of a class's own settings from `args` and `given`, the rest for its base's constructor)."""
+    import dataclasses
+    own = {f.name for f in dataclasses.fields(record)}
+    return record(*args, **{k: v for k, v in given.items() if k in own}), {k: v for k, v in given.items() if k not in own}
+
+
 class CheckedSettings:
     """Base of a config group's classes (`class Algorithm(CheckedSettings, group="algorithm")`): every
     class below it, the base included, has its declared rules checked when it is built (`checked_init`),
-    a refusal naming `<group>.<key>`."""
+    a refusal naming `<group>.<key>`.
+
+    A class with many settings declares them as one record instead of a long signature: a dataclass
+    `Settings` of typed fields (`Annotated[type, rule..., Help(...)] = default`) and `__init__(self, *args, **given)`,
+    whose body reads `self.Settings(*args, **given)`; its signature is the record's (`record_signature`)."""
     settings_group = "settings"
 
     def __init_subclass__(cls, group: str = None, **kwargs):
         super().__init_subclass__(**kwargs)
         if group is not None:
             cls.settings_group = group
+        if "Settings" in cls.__dict__ and "__init__" in cls.__dict__:
+            cls.__dict__["__init__"].__signature__ = record_signature(cls.__dict__["Settings"])
         if "__init__" in cls.__dict__:
             cls.__init__ = checked_init(cls.__dict__["__init__"], cls.settings_group, cls.__dict__.get("joint_rules", ()))

@@ -16,16 +16,10 @@ from dataclasses import dataclass
 from typing import Annotated, Dict, List, Optional, Tuple
 
 from .engine.optim import OPTIMIZERS
-from .rules import MAX_BATCH, AtLeast, Between, Count, OneOf, Positive, Probability, Rule
+from .rules import MAX_BATCH, AtLeast, Between, Count, Help, OneOf, Positive, Probability, Rule
 
 OPTIMIZER_NAMES = tuple(sorted(OPTIMIZERS))   # the local optimizers fedcluster implements (engine/optim.py)
 ENGINES = ("auto", "batched", "looped", "sequential")   # how local training is computed (assemble.choose_engine)
-
-
-@dataclass(frozen=True)
-class Help:
-    """A setting's one-line help (`fedcluster show run`)."""
-    text: str
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,16 @@ def test_a_nested_option_shows_its_base_algorithm_too():
     assert "algorithm.base (fedcluster.algorithms.IFCA)" in text
 
 
+def test_a_settings_record_shows_each_settings_help_beside_its_rule():
+    """CLoVE declares its settings as one record (rules.CheckedSettings): each row ends in what the setting is."""
+    text = show(["algorithm=clove"], CONF)
+    assert "(settings from the class's Settings record)" in text
+    header = next(line for line in text.splitlines() if line.split()[:1] == ["setting"])
+    assert header.split()[-3:] == ["what", "it", "is"]
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["first_round"])
+    assert "one of evaluation, random" in row and row.endswith("round 1's assignment: by evaluation, as every round, or at random")
+
+
 def test_a_list_setting_shows_the_rule_of_each_entry():
     assert any(line.split()[:3] == ["hidden", "[200]", "List[int]"] for line in show(["model=mlp"], CONF).splitlines())
 

@@ -25,6 +25,7 @@ assignment by evaluation (as every round) or at random (every model at least one
 the authors' code ensures); k-means or agglomerative
 clustering; loss or square-root loss embeddings; no matching (group k, ordered by its
 smallest client id, gets model k)."""
+from dataclasses import dataclass
 from typing import Annotated, Optional
 
 import numpy as np
@@ -33,7 +34,7 @@ import torch
 from ..models.rows import rows_of
 from ..engine.optim import OPTIMIZERS, build_optimizer
 from ..rng import derived_seed
-from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
+from ..rules import AtLeast, ClientDropout, ClientFraction, Help, OneOf, Positive
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm
 
@@ -78,23 +79,30 @@ class CLoVE(ClusteredAlgorithm):
     name = "clove"
     state = ("centers", "assignment", "loss_vectors")
 
-    def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2,
-                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0,
-                 clustering: Annotated[str, OneOf(CHOICES["clustering"])] = "kmeans",
-                 embedding: Annotated[str, OneOf(CHOICES["embedding"])] = "loss",
-                 matching: Annotated[str, OneOf(CHOICES["matching"])] = "hungarian",
-                 init: Annotated[str, OneOf(CHOICES["init"])] = "independent",
-                 first_round: Annotated[str, OneOf(CHOICES["first_round"])] = "evaluation",
-                 averaging: Annotated[str, OneOf(CHOICES["averaging"])] = "model",
-                 server_optimizer: Annotated[str, OneOf(sorted(OPTIMIZERS))] = "adam",
-                 server_lr: Annotated[float, Positive] = 1e-3):
-        self.num_clusters, self.client_fraction = num_clusters, client_fraction
-        self.client_dropout = client_dropout
-        self.clustering, self.embedding, self.matching = clustering, embedding, matching
-        self.init, self.first_round, self.averaging = init, first_round, averaging
+    @dataclass(frozen=True)
+    class Settings:
+        num_clusters: Annotated[int, AtLeast(1), Help("K, the number of cluster models")] = 2
+        client_fraction: ClientFraction = 1.0
+        client_dropout: ClientDropout = 0.0
+        clustering: Annotated[str, OneOf(CHOICES["clustering"]), Help("how the loss vectors are grouped (line 9)")] = "kmeans"
+        embedding: Annotated[str, OneOf(CHOICES["embedding"]), Help("a client's loss vector, or its square roots")] = "loss"
+        matching: Annotated[str, OneOf(CHOICES["matching"]), Help("how groups get models (line 10)")] = "hungarian"
+        init: Annotated[str, OneOf(CHOICES["init"]), Help("the K models start independent or identical")] = "independent"
+        first_round: Annotated[str, OneOf(CHOICES["first_round"]),
+                               Help("round 1's assignment: by evaluation, as every round, or at random")] = "evaluation"
+        averaging: Annotated[str, OneOf(CHOICES["averaging"]),
+                             Help("Option I (models) or Option II (gradients, lines 12 and 15)")] = "model"
+        server_optimizer: Annotated[str, OneOf(sorted(OPTIMIZERS)), Help("Option II's server step")] = "adam"
+        server_lr: Annotated[float, Positive, Help("Option II's server learning rate")] = 1e-3
+
+    def __init__(self, *args, **given):
+        s = self.Settings(*args, **given)
+        self.num_clusters, self.client_fraction, self.client_dropout = s.num_clusters, s.client_fraction, s.client_dropout
+        self.clustering, self.embedding, self.matching = s.clustering, s.embedding, s.matching
+        self.init, self.first_round, self.averaging = s.init, s.first_round, s.averaging
         # Option II's server step: a plain optimizer (no momentum, no weight decay), as the authors'
         # get_custom_optimizer builds it; `_` keeps it out of the checkpointed state.
-        self._server_optimizer = build_optimizer(server_optimizer, lr=server_lr, momentum=0.0, weight_decay=0.0)
+        self._server_optimizer = build_optimizer(s.server_optimizer, lr=s.server_lr, momentum=0.0, weight_decay=0.0)
 
     def setup(self, fed):
         super().setup(fed)

@@ -1,5 +1,6 @@
 """FedALA (Zhang et al., AAAI 2023): adaptive local aggregation of the global model into each
 client's local model, with element-wise weights learned on the client's data."""
+import dataclasses
 from dataclasses import dataclass
 from typing import Annotated, Dict, List
 
@@ -9,7 +10,7 @@ from torch.func import functional_call
 
 from ..models.rows import rows_of
 from ..engine.losses import per_sample_loss
-from ..rules import AtLeast, Between, ClientDropout, ClientFraction, MAX_BATCH, Positive
+from ..rules import AtLeast, Between, ClientDropout, ClientFraction, Help, MAX_BATCH, Positive
 from .base import Algorithm, RoundPlan
 from .model_tables import keep_trained, personal_models, sample_weighted_mean
 from .fold import gathered
@@ -72,16 +73,21 @@ train.batch_size, as the authors use the training batch size). W
     name = "fedala"
     num_clusters = 1
 
-    def __init__(self, rand_percent: Annotated[int, Between(0, 100, lo_open=True)] = 80,
-                 layer_idx: Annotated[int, AtLeast(1)] = 2, eta: Annotated[float, Positive] = 1.0,
-                 threshold: Annotated[float, AtLeast(0)] = 0.1, num_pre_loss: Annotated[int, AtLeast(1)] = 10,
-                 max_passes: Annotated[int, AtLeast(1)] = 200,
-                 batch_size: Annotated[int, Between(1, MAX_BATCH)] = 10,
-                 client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0):
-        self.rand_percent, self.layer_idx, self.eta = rand_percent, layer_idx, eta
-        self.threshold, self.num_pre_loss, self.max_passes = threshold, num_pre_loss, max_passes
-        self.batch_size, self.client_fraction = batch_size, client_fraction
-        self.client_dropout = client_dropout
+    @dataclass(frozen=True)
+    class Settings:
+        rand_percent: Annotated[int, Between(0, 100, lo_open=True),
+                                Help("W learns on a random contiguous rand_percent % of a client's training data")] = 80
+        layer_idx: Annotated[int, AtLeast(1), Help("how many parameter tensors, from the top, W mixes")] = 2
+        eta: Annotated[float, Positive, Help("W's learning rate")] = 1.0
+        threshold: Annotated[float, AtLeast(0), Help("W stops learning when its last losses' std is below this")] = 0.1
+        num_pre_loss: Annotated[int, AtLeast(1), Help("how many last losses that std is taken over")] = 10
+        max_passes: Annotated[int, AtLeast(1), Help("at most this many passes of a client's first weight learning (the authors' has no cap)")] = 200
+        batch_size: Annotated[int, Between(1, MAX_BATCH), Help("W's mini-batch size")] = 10
+        client_fraction: ClientFraction = 1.0
+        client_dropout: ClientDropout = 0.0
+
+    def __init__(self, *args, **given):
+        vars(self).update(dataclasses.asdict(self.Settings(*args, **given)))
 
     def setup(self, fed):
         self.global_model = fed.init_models(1, "centers")

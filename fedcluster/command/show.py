@@ -59,8 +59,19 @@ def settings_table(cls, node) -> List[List[str]]:
         rules = unwrap(p.annotation)[1]
         default = "(required)" if p.default is inspect.Parameter.empty else repr(plain(p.default))
         rows.append([p.name, shown(raw[p.name], resolved), type_name(p.annotation, p.default), default,
-                     "; ".join(r.text for r in rules) or "-"])
-    return rows
+                     "; ".join(r.text for r in rules) or "-", help_of(p.annotation)])
+    if not any(row[-1] for row in rows[1:]):   # a signature without help: no empty column
+        return [rows[0]] + [row[:-1] for row in rows[1:]]
+    return [rows[0] + ["what it is"]] + [row[:-1] + [row[-1] or "-"] for row in rows[1:]]
+
+
+def help_of(annotation) -> str:
+    """A setting's `Help` text (rules.Help in its Annotated type), or ""."""
+    from ..rules import Help
+    import typing
+    if typing.get_origin(annotation) is typing.Annotated:
+        return " ".join(m.text for m in annotation.__metadata__ if isinstance(m, Help))
+    return ""
 
 
 def aligned(rows: List[List[str]]) -> str:
@@ -123,7 +134,7 @@ def show(args: List[str], conf: Path) -> str:
     cls = get_class(values["_target_"])
     doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")   # the class's own, not a base's
     lines = [f"{group}={option}: {description(option_file(group, option, conf))}",
-             f"class {values['_target_']}" + (" (settings from the class's signature)" if doc else ""), ""]
+             f"class {values['_target_']}" + f" (settings from the class's {'Settings record' if 'Settings' in cls.__dict__ else 'signature'})", ""]
     if doc:
         lines += ["  " + line for line in doc.split("\n\n")[0].splitlines()] + [""]
     lines.append(aligned(settings_table(cls, node)))

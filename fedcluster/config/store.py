@@ -1,6 +1,7 @@
 """Config schemas, derived from the classes they build.
 
-A setting is declared once: in the signature of the class a config node instantiates. For
+A setting is declared once: in the signature of the class a config node instantiates (or in its `Settings`
+record, which stands for that signature: rules.record_signature). For
 every class below, `schema_of` (schema.py) turns its constructor's parameters (following `**kw` into the
 base classes) into a structured config registered in Hydra's ConfigStore as
 `schemas/<group>/<ClassName>`, with `_target_` set to the class. Each option file in

@@ -12,13 +12,14 @@ tables, and nothing is written (no cache: parquet is read into memory, arrow mem
 - a numeric column (a number or a fixed-length list per row): float features (model=mlp, model=linear).
 `labels` is the label column, `distributions` an optional column of each row's group (partition=natural,
 partition=flower partition.partition_by=group, mixtures). Splitting, labels and groups follow dataset=tensors."""
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, List, Optional
 
 import numpy as np
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
-from ..rules import AtLeast, Between, OneOf
+from ..rules import AtLeast, Between, Help, OneOf
 from .samples import ImageDecode
 from .tensors import TensorSource
 from .text import token_ids
@@ -77,24 +78,39 @@ def has_split(path: str, split: str) -> bool:
 class HuggingFaceSource(TensorSource):
     """Rows of a HuggingFace data set on disk. See the module docstring."""
 
-    def __init__(self, path: Optional[str] = None, split: str = "train", test_split: str = "test",
-                 test_path: Optional[str] = None, input: Optional[str] = "image", labels: str = "label",
-                 distributions: Optional[str] = None, feature_columns: Optional[List[str]] = None,
-                 ignore_columns: Optional[List[str]] = None,
-                 task: Annotated[str, OneOf("classification", "regression")] = "classification",
-                 test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
-                 vocab_size: Annotated[int, AtLeast(1)] = 20000, max_len: Annotated[int, AtLeast(1)] = 64,
-                 standardize: bool = False,
-                 seed: Annotated[int, AtLeast(0)] = 0, name: str = "hf"):
-        """path: a save_to_disk directory or a parquet/arrow file; split / test_split: a DatasetDict's training
-        and test splits (a directory without `test_split`, or a file: test_path's rows, else a seeded
-        test_fraction); input: the column the model reads; labels: the label column; distributions: a column
-        of each row's group (null: one distribution); vocab_size, max_len: a text column's word ids;
-        standardize: a numeric column's features shifted and scaled by the training rows' mean and std."""
+    @dataclass(frozen=True)
+    class Settings:
+        path: Annotated[Optional[str], Help("a save_to_disk directory or a parquet/arrow file")] = None
+        split: Annotated[str, Help("a DatasetDict's training split")] = "train"
+        test_split: Annotated[str, Help("a DatasetDict's test split (a directory without it, or a file: "
+                                        "test_path's rows, else a seeded test_fraction)")] = "test"
+        test_path: Annotated[Optional[str], Help("a second data set whose test_split holds the test rows")] = None
+        input: Annotated[Optional[str], Help("the column the model reads (null: a flat table's feature "
+                                             "columns)")] = "image"
+        labels: Annotated[str, Help("the label column")] = "label"
+        distributions: Annotated[Optional[str], Help("a column of each row's group (null: one distribution)")] = None
+        feature_columns: Annotated[Optional[List[str]], Help("a flat table's feature columns (null: all but the "
+                                                             "label, distributions and ignored ones)")] = None
+        ignore_columns: Annotated[Optional[List[str]], Help("a flat table's columns that are neither features "
+                                                            "nor labels")] = None
+        task: Annotated[str, OneOf("classification", "regression"), Help("what the labels are")] = "classification"
+        test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True),
+                                 Help("the seeded share held out for testing when no test rows are given")] = 0.2
+        vocab_size: Annotated[int, AtLeast(1), Help("a text column's vocabulary: its most frequent words")] = 20000
+        max_len: Annotated[int, AtLeast(1), Help("a text column's word ids per row, cut or padded")] = 64
+        standardize: Annotated[bool, Help("a numeric column's features shifted and scaled by the training rows' "
+                                          "mean and std")] = False
+        seed: Annotated[int, AtLeast(0)] = 0
+        name: Annotated[str, Help("the data set's label in summaries and reports")] = "hf"
+
+    def __init__(self, *args, **given):
+        s = self.Settings(*args, **given)
+        path, split, test_split, test_path, input, labels = s.path, s.split, s.test_split, s.test_path, s.input, s.labels
+        distributions, feature_columns, ignore_columns = s.distributions, s.feature_columns, s.ignore_columns
         if path is None:
             raise ConfigError("dataset.path is not set; allowed: a save_to_disk directory or a parquet/arrow file of a "
                               "HuggingFace data set (docs/own_data.md)")
-        self.name, self.task, self.seed, self.vocab_size, self.max_len = name, task, seed, vocab_size, max_len
+        self.name, self.task, self.seed, self.vocab_size, self.max_len = s.name, s.task, s.seed, s.vocab_size, s.max_len
         train = load_table(path, split)
         if test_path is not None:
             test = load_table(test_path, test_split)
@@ -120,10 +136,10 @@ class HuggingFaceSource(TensorSource):
         columns = [read(train), None if test is None else read(test)]
         if kind == "text":
             columns = self._tokenized(columns)
-        if standardize and kind != "numeric":
+        if s.standardize and kind != "numeric":
             raise ConfigError(f"dataset.standardize=true scales numeric features; dataset.input={input} is a {kind} "
                               "column; allowed: standardize=false for it")
-        self._settle(columns[0], columns[1], distributions is not None, test_fraction, standardize,
+        self._settle(columns[0], columns[1], distributions is not None, s.test_fraction, s.standardize,
                      f"dataset.test_split={test_split}")
         if kind == "image":
             self.decode, self.value_bytes = ImageDecode(), 1   # uint8 until a batch is read (data/samples.py)

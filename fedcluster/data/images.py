@@ -3,6 +3,7 @@
 A distribution is a sub-dataset (e.g. EMNIST upper-case letters) seen at a rotation
 (0/90/180/270 degrees, exact with torch.rot90). Distributions that share a sub-dataset
 get disjoint shards of it, so no image appears in two distributions."""
+from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Annotated, Dict, List, Optional, Sequence
@@ -11,7 +12,7 @@ import torch
 
 from ..errors import ConfigError
 from ..rng import generator
-from ..rules import AtLeast, CheckedSettings, OneOf
+from ..rules import AtLeast, CheckedSettings, Help, OneOf
 from .augment import CropFlip
 from .readers import READERS
 from .samples import ImageDecode
@@ -114,10 +115,24 @@ class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked 
         """The task a config of this source makes, before it is built (validate.py)."""
         return "reconstruction" if settings.get("unsupervised") else cls.task
 
-    def __init__(self, name: Annotated[str, OneOf(*sorted(READERS))], distributions: Sequence[dict], root: str = "data", download: bool = False,
-                 test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0,
-                 reader_kwargs: Optional[dict] = None, train_size: Annotated[Optional[int], AtLeast(1)] = None,
-                 unsupervised: bool = False, augment: Optional[dict] = None, normalize: bool = False):
+    @dataclass(frozen=True)
+    class Settings:
+        name: Annotated[str, OneOf(*sorted(READERS)), Help("the data set, which picks its reader")]
+        distributions: Annotated[Sequence[dict], Help("each distribution's rotation and subset of classes")]
+        root: Annotated[str, Help("the folder holding the data set's files")] = "data"
+        download: Annotated[bool, Help("let torchvision download the files when they are missing")] = False
+        test_size: Annotated[Optional[int], AtLeast(1), Help("a random test_size of each test pool")] = None
+        seed: Annotated[int, AtLeast(0)] = 0
+        reader_kwargs: Annotated[Optional[dict], Help("settings passed to the data set's reader")] = None
+        train_size: Annotated[Optional[int], AtLeast(1), Help("a random train_size of each training pool")] = None
+        unsupervised: Annotated[bool, Help("reconstruction targets instead of labels")] = False
+        augment: Annotated[Optional[dict], Help("training batches' random crop and flip: {padding, hflip}")] = None
+        normalize: Annotated[bool, Help("inputs standardised by the training pool's channel mean and std")] = False
+
+    def __init__(self, *args, **given):
+        s = self.Settings(*args, **given)
+        name, distributions, root, download, seed = s.name, s.distributions, s.root, s.download, s.seed
+        reader_kwargs, unsupervised, augment, normalize = s.reader_kwargs, s.unsupervised, s.augment, s.normalize
         self.specs = distribution_specs(name, distributions)
         if augment and unsupervised:
             raise ConfigError("dataset.augment is not allowed with dataset.unsupervised=true (the targets are the "
@@ -125,7 +140,7 @@ class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked 
         self.augment = crop_flip(augment)   # training batches only (engine/local.py)
         reader_kwargs = checked_reader_kwargs(name, reader_kwargs)
         tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **reader_kwargs)
-        self.test_size, self.train_size, self.seed = test_size, train_size, seed
+        self.test_size, self.train_size, self.seed = s.test_size, s.train_size, seed
         if unsupervised:   # reconstruction targets instead of labels (CLoVE's unsupervised mode)
             self.task = "reconstruction"
         self.distribution_names = [

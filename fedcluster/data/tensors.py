@@ -11,6 +11,7 @@ of the rows. `distributions` names a column (or array) with each sample's group,
 it the data is one distribution. Labels of a classification table may be any values (strings too):
 they become 0..C-1 in sorted order. Every label partition (dirichlet, nclass, ...) and the mixture
 partitions work on it; models take its flat feature vector (model=mlp, model=linear)."""
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, List, Optional, Tuple
 
@@ -19,7 +20,7 @@ import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
-from ..rules import AtLeast, Between, CheckedSettings, OneOf
+from ..rules import AtLeast, Between, CheckedSettings, Help, OneOf
 
 FORMATS = (".csv", ".npz", ".pt")
 
@@ -163,30 +164,38 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
     def task_for(cls, settings: dict) -> str:
         return settings.get("task", "classification")
 
-    def __init__(self, path: Optional[str] = None, test_path: Optional[str] = None, labels: str = "y",
-                 features: str = "x", feature_columns: Optional[List[str]] = None,
-                 ignore_columns: Optional[List[str]] = None, distributions: Optional[str] = None,
-                 task: Annotated[str, OneOf("classification", "regression")] = "classification",
-                 test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
-                 standardize: bool = False, seed: Annotated[int, AtLeast(0)] = 0, name: str = "tensors"):
-        """path: the training (or whole) file; test_path: its test rows (null: `test_fraction` of path's rows);
-        labels: the label column (CSV) or array (npz, pt); features: the feature array (npz, pt);
-        feature_columns: a CSV's feature columns (null: every column but the label, distributions and ignored ones);
-        ignore_columns: a CSV's columns that are neither features nor labels (an id, a site used for nothing);
-        distributions: a column or array with each sample's group (null: one distribution);
-        standardize: each feature shifted and scaled by its mean and std over the training rows (the test
-        rows with the same numbers), for tables whose columns have different units."""
-        if path is None:
+    @dataclass(frozen=True)
+    class Settings:
+        path: Annotated[Optional[str], Help("the training (or whole) file: .csv, .npz or .pt")] = None
+        test_path: Annotated[Optional[str], Help("its test rows (null: test_fraction of path's rows)")] = None
+        labels: Annotated[str, Help("the label column (CSV) or array (npz, pt)")] = "y"
+        features: Annotated[str, Help("the feature array (npz, pt)")] = "x"
+        feature_columns: Annotated[Optional[List[str]], Help(
+            "a CSV's feature columns (null: every column but the label, distributions and ignored ones)")] = None
+        ignore_columns: Annotated[Optional[List[str]], Help(
+            "a CSV's columns that are neither features nor labels (an id, a site used for nothing)")] = None
+        distributions: Annotated[Optional[str], Help(
+            "a column or array with each sample's group (null: one distribution)")] = None
+        task: Annotated[str, OneOf("classification", "regression"), Help("what the labels are")] = "classification"
+        test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True),
+                                 Help("the seeded share of path's rows held out for testing without test_path")] = 0.2
+        standardize: Annotated[bool, Help(
+            "each feature shifted and scaled by its mean and std over the training rows (the test rows with the "
+            "same numbers), for tables whose columns have different units")] = False
+        seed: Annotated[int, AtLeast(0)] = 0
+        name: Annotated[str, Help("the data set's label in summaries and reports")] = "tensors"
+
+    def __init__(self, *args, **given):
+        s = self.Settings(*args, **given)
+        if s.path is None:
             raise ConfigError("dataset.path is not set; allowed: a .csv, .npz or .pt file of your samples "
                               "(docs/own_data.md)")
-        self.name, self.task, self.seed = name, task, seed
-        read = lambda file, like=None: self._read(file, labels, features, feature_columns, distributions,
-                                                  ignore_columns, like)
-        train, names = read(path)
-        test = None if test_path is None else read(test_path, names)[0]   # a CSV's columns matched by name
+        self.name, self.task, self.seed = s.name, s.task, s.seed
+        train, names = self._read(s.path, s)
+        test = None if s.test_path is None else self._read(s.test_path, s, names)[0]   # a CSV's columns by name
         self.feature_names = None if names is None else names["feature_names"]
-        self._settle(train, test, distributions is not None, test_fraction, standardize,
-                     f"dataset.test_path={test_path}")
+        self._settle(train, test, s.distributions is not None, s.test_fraction, s.standardize,
+                     f"dataset.test_path={s.test_path}")
 
     def _settle(self, train: dict, test: Optional[dict], grouped: bool, test_fraction: float, standardize: bool,
                 test_source: str) -> None:
@@ -217,8 +226,8 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
         self._pools = {split: self._by_distribution(part, y, groups if grouped else None)
                        for split, part, y in (("train", train, y_train), ("test", test, y_test))}
 
-    def _read(self, path: str, labels, features, feature_columns, distributions, ignore_columns=None, like=None):
-        """(columns, a CSV's header and feature names or None) of one file, checked."""
+    def _read(self, path: str, s: "TensorSource.Settings", like=None):
+        """(columns, a CSV's header and feature names or None) of one file, checked; `s`: the columns it reads."""
         file = Path(path).expanduser()
         if file.suffix.lower() not in FORMATS:
             raise ConfigError(f"dataset.path={path} is not a file fedcluster reads; allowed: {', '.join(FORMATS)}")
@@ -226,7 +235,8 @@ class TensorSource(CheckedSettings, group="dataset"):   # declared rules checked
             raise DataNotFoundError(f"dataset.path={path}: no such file")
         if like is not None and file.suffix.lower() != ".csv":
             like = None   # arrays are named by their keys already
-        columns, names = _columns(file, features, feature_columns, labels, distributions, ignore_columns, like)
+        columns, names = _columns(file, s.features, s.feature_columns, s.labels, s.distributions, s.ignore_columns,
+                                  like)
         rows = {k: len(v) for k, v in columns.items()}
         if len(set(rows.values())) != 1 or columns["features"].ndim < 2:
             raise ConfigError(f"dataset.path={path}: the arrays' rows differ ({rows}) or the features are not one row "

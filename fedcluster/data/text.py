@@ -16,6 +16,7 @@ downloaded on these machines; put the files under `root`):
   (2,834 books, 1,199 DVD, ... reviews from the 1996-2018 crawl) suggest they used another
   release; the labels (binary sentiment) and the clusters (product categories) are the same."""
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, List, Optional, Sequence, Tuple
 
@@ -24,7 +25,7 @@ import torch
 
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
-from ..rules import AtLeast, Between, CheckedSettings, OneOf
+from ..rules import AtLeast, Between, CheckedSettings, Help, OneOf
 
 AMAZON_DOMAINS = ("books", "dvd", "electronics", "kitchen")
 PAD, UNKNOWN = 0, 1
@@ -109,17 +110,27 @@ class TextSource(CheckedSettings, group="dataset"):
     partitions, sample for mixture/cluster partitions). `name` picks the reader from TEXT_SETS."""
     task = "classification"
 
-    def __init__(self, name: Annotated[str, OneOf(*TEXT_SETS, kind="a text data set")], root: str = "data",
-                 vocab_size: Annotated[int, AtLeast(1)] = 20000, max_len: Annotated[int, AtLeast(1)] = 64,
-                 domains: Annotated[Sequence[str], OneOf(*AMAZON_DOMAINS, kind="an Amazon domain")] = AMAZON_DOMAINS,
-                 test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True)] = 0.2,
-                 train_size: Annotated[Optional[int], AtLeast(1)] = None,
-                 test_size: Annotated[Optional[int], AtLeast(1)] = None, seed: Annotated[int, AtLeast(0)] = 0):
-        self.name, self.seed, self.train_size, self.test_size = name, seed, train_size, test_size
-        reader, self.size_setting = TEXT_SETS[name]
+    @dataclass(frozen=True)
+    class Settings:
+        name: Annotated[str, OneOf(*TEXT_SETS, kind="a text data set"), Help("the data set, which picks its reader")]
+        root: Annotated[str, Help("the folder holding the data set's files")] = "data"
+        vocab_size: Annotated[int, AtLeast(1), Help("the most frequent words of the training texts kept")] = 20000
+        max_len: Annotated[int, AtLeast(1), Help("AG News: word ids per text, cut or padded")] = 64
+        domains: Annotated[Sequence[str], OneOf(*AMAZON_DOMAINS, kind="an Amazon domain"),
+                           Help("Amazon: the domains, one distribution each")] = AMAZON_DOMAINS
+        test_fraction: Annotated[float, Between(0, 1, lo_open=True, hi_open=True),
+                                 Help("Amazon: the seeded share of each domain's reviews held out for testing")] = 0.2
+        train_size: Annotated[Optional[int], AtLeast(1), Help("a random train_size of each training pool")] = None
+        test_size: Annotated[Optional[int], AtLeast(1), Help("a random test_size of each test pool")] = None
+        seed: Annotated[int, AtLeast(0)] = 0
+
+    def __init__(self, *args, **given):
+        s = self.Settings(*args, **given)
+        self.name, self.seed, self.train_size, self.test_size = s.name, s.seed, s.train_size, s.test_size
+        reader, self.size_setting = TEXT_SETS[s.name]
         self._pools, self.distribution_names, self.num_classes, self.in_shape = getattr(self, reader)(
-            Path(root).expanduser(), vocab_size=vocab_size, max_len=max_len, domains=list(domains),
-            test_fraction=test_fraction)
+            Path(s.root).expanduser(), vocab_size=s.vocab_size, max_len=s.max_len, domains=list(s.domains),
+            test_fraction=s.test_fraction)
 
     def _read_ag_news(self, root: Path, vocab_size: int, max_len: int, **_):
         """AG News: one distribution, 4 classes, `max_len` token ids per text."""

@@ -1,14 +1,14 @@
 """CLoVE's label skews 1-3: each cluster a set of classes (conf/partition/label_skew{1,2,3}.yaml).
 How each class is split over the clusters holding it is one component, `LabelSetPools`, that
-the three skews own (composition: each skew declares all its settings in its signature)."""
+the three skews own (composition: each skew declares all its settings, in its signature or its `Settings` record)."""
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, Dict, List, Optional
+from typing import Annotated, ClassVar, Dict, List, Optional
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..rules import AtLeast, Fraction, Positive
+from ..rules import AtLeast, Fraction, Help, Positive, own_settings
 from .shares import dirichlet
 from .skews import ClusterSkew, class_members
 
@@ -185,20 +185,29 @@ class LabelSkew2(ClusterSkew):
     Clients draw IID from their cluster's pool."""
     name = "label_skew2"
 
-    def __init__(self, classes_per_cluster: Annotated[int, AtLeast(1)] = 4,
-                 shared_classes: Annotated[int, AtLeast(0)] = 2,
-                 min_cluster_fraction: Annotated[float, Fraction] = 0.085,
-                 min_cluster_test_fraction: Annotated[float, Fraction] = 0.051,
-                 alpha: Annotated[float, Positive] = 0.5, reserve_fraction: Annotated[float, Fraction] = 0.1,
-                 test_follows_train: bool = False, label_sets: Optional[List[List[int]]] = None, **kw):
-        """label_sets: the clusters' class sets, fixed instead of drawn: K sets of classes_per_cluster
-        distinct classes, every two sharing exactly shared_classes (e.g. the sets the authors' code drew
-        for Fashion-MNIST at its first seed, docs/results/paper_protocol/clove_authors_code.md)."""
-        super().__init__(**kw)
-        self.pooling = LabelSetPools(alpha, reserve_fraction, min_cluster_fraction, min_cluster_test_fraction,
-                                     test_follows_train)
-        self.classes_per_cluster, self.shared_classes = classes_per_cluster, shared_classes
-        self.label_sets = None if label_sets is None else [list(map(int, s)) for s in label_sets]
+    @dataclass(frozen=True)
+    class Settings:
+        """The rest are ClusterSkew's (skews.py)."""
+        rest_to_base: ClassVar[bool] = True
+        classes_per_cluster: Annotated[int, AtLeast(1), Help("U, the classes of each cluster's set")] = 4
+        shared_classes: Annotated[int, AtLeast(0), Help("V, the classes every two sets share")] = 2
+        min_cluster_fraction: Annotated[float, Fraction, Help("a cluster's smallest training pool, as a share")] = 0.085
+        min_cluster_test_fraction: Annotated[float, Fraction, Help("a cluster's smallest test pool, as a share")] = 0.051
+        alpha: Annotated[float, Positive, Help("the Dirichlet concentration splitting a class over its clusters")] = 0.5
+        reserve_fraction: Annotated[float, Fraction, Help("the share of each class split evenly over its clusters")] = 0.1
+        test_follows_train: Annotated[bool, Help("the test set split with the training side's Dirichlet proportions")] = False
+        label_sets: Annotated[Optional[List[List[int]]], Help(
+            "the clusters' class sets, fixed instead of drawn: K sets of classes_per_cluster distinct classes, "
+            "every two sharing exactly shared_classes (e.g. the sets the authors' code drew for Fashion-MNIST at "
+            "its first seed, docs/results/paper_protocol/clove_authors_code.md)")] = None
+
+    def __init__(self, *args, **given):
+        s, rest = own_settings(self.Settings, args, given)
+        super().__init__(**rest)
+        self.pooling = LabelSetPools(s.alpha, s.reserve_fraction, s.min_cluster_fraction, s.min_cluster_test_fraction,
+                                     s.test_follows_train)
+        self.classes_per_cluster, self.shared_classes = s.classes_per_cluster, s.shared_classes
+        self.label_sets = None if s.label_sets is None else [list(map(int, c)) for c in s.label_sets]
 
     def cluster_classes(self, C, rng) -> List[np.ndarray]:
         U, V = self.classes_per_cluster, self.shared_classes
