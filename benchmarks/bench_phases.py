@@ -1,7 +1,7 @@
 """What a training phase that updates only some parameters costs (FedPAC's head phase), as a
 ratio to a phase that updates them all, measured side by side in one process.
 
-Frozen parameters are detached before the forward pass (engine/objective.py Objective, in every
+Frozen parameters are detached before the forward pass (local_training/objective.py Objective, in every
 gradient formulation), so the backward pass stops at the last layer: a head
 phase should cost little more than the forward passes, not a full training epoch.
 
@@ -12,8 +12,8 @@ import time
 import torch
 
 from fedcluster.algorithms.fedpac import head_names
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.optim import Adam
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.optim import Adam
 from fedcluster.models import LeNetCNN
 from fedcluster.models.stacked import init_stack
 

@@ -19,9 +19,9 @@ import fedcluster  # noqa: F401  first: its process defaults apply before torch 
 import torch
 import torch.nn.functional as F
 
-from fedcluster.engine.allocator import keep_freed_memory
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.optim import SGD
+from fedcluster.local_training.allocator import keep_freed_memory
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.optim import SGD
 from fedcluster.models import LeNetCNN, LettersCNN
 from fedcluster.models.stacked import init_stack
 

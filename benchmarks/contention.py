@@ -1,6 +1,6 @@
 """How each training engine holds up beside busy neighbours, by thread count and OpenMP wait
 policy: the measurements behind fedcluster's process defaults (fedcluster/threads.py) and its
-worker design (engine/workers.py, engine/local.py). docs/performance.md "Under load" reads them.
+worker design (local_training/workers.py, local_training/local.py). docs/performance.md "Under load" reads them.
 
 For each (workload, engine, threads, policy): seconds per round quiet and beside N busy
 neighbour processes (benchmarks/benchmark.py's method and neighbours, each in a fresh process).

@@ -2,11 +2,11 @@
 
   1. LeNet forward (chunk 256, 1 thread): nn.MaxPool2d vs fedcluster's strided 2x2 max-pool.
   2. A LeNet training step (forward + all gradients), batch 32 and 100, 1 thread: glibc's default
-     malloc vs engine/allocator.py's tunables (each in a fresh process).
+     malloc vs local_training/allocator.py's tunables (each in a fresh process).
   3. Scoring 4 LeNets on 10,000 inputs (evaluate.outputs_on_shared) per chunk budget, 1 and 2 threads.
   4. One SGD-with-momentum step of 40 stacked FedAvg CNNs (Fed-CAM's 20 clients x (cluster model + h)),
      1 thread: the functional `SGD.update` (new tensors, copied back) vs the in-place `SGD.update_`
-     (engine/optim.py step_rows), ms per step, side by side; both give the same bits (checked here).
+     (local_training/optim.py step_rows), ms per step, side by side; both give the same bits (checked here).
 
 Usage: python benchmarks/microbench.py [--smoke]   (--smoke: tiny sizes, item 4 only, to keep the script working)"""
 import subprocess
@@ -28,7 +28,7 @@ def per_sample(f, n, repeat=20):
 
 def train_step(tuned: bool, batch: int) -> float:
     """LeNet gradient step (cross-entropy, all parameters) per sample, 1 thread, fresh process."""
-    from fedcluster.engine.allocator import keep_freed_memory
+    from fedcluster.local_training.allocator import keep_freed_memory
     from fedcluster.models import LeNetCNN
     if tuned:
         keep_freed_memory()
@@ -40,7 +40,7 @@ def train_step(tuned: bool, batch: int) -> float:
 
 def optimizer_step(rows: int, repeat: int) -> None:
     """Item 4: ms per step of SGD (lr 1e-3, momentum 0.9) on `rows` stacked FedAvg CNNs, functional vs in place."""
-    from fedcluster.engine.optim import SGD, step_rows, take_state
+    from fedcluster.local_training.optim import SGD, step_rows, take_state
     from fedcluster.models.cnn import FedAvgCNN
     from fedcluster.models.stacked import init_stack
     torch.set_num_threads(1)
@@ -78,7 +78,7 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--step":
         print(train_step(sys.argv[2] == "tuned", int(sys.argv[3])))
         return
-    from fedcluster.engine import forward as ev
+    from fedcluster.local_training import forward as ev
     from fedcluster.models import LeNetCNN
     from fedcluster.models.stacked import init_stack
     torch.set_num_threads(1)
@@ -96,7 +96,7 @@ def main():
         default, tuned = (float(subprocess.run([sys.executable, __file__, "--step", t, str(batch)], capture_output=True,
                                                text=True, check=True).stdout) for t in ("default", "tuned"))
         print(f"2. LeNet training step, batch {batch}, 1 thread: default malloc {default:.1f} us, "
-              f"engine/allocator.py's tunables {tuned:.1f} us per sample")
+              f"local_training/allocator.py's tunables {tuned:.1f} us per sample")
     params = init_stack(lambda: LeNetCNN((1, 28, 28), 10), 4, 0, "cpu", torch.float32)
     inputs = torch.rand(10000, 1, 28, 28)
     for threads in (1, 2):

@@ -16,14 +16,14 @@ from .algorithms.base import RunView
 from .data.budget import RunSize, check_fits
 from .data.federated import as_reconstruction, carve_validation, federate
 from .data.holdout import hold_out_clients
-from .engine.local import LocalTrainer
-from .engine.losses import per_sample_loss
-from .engine.optim import build_optimizer
-from .engine.precision import autocast, full_precision
+from .local_training.local import LocalTrainer
+from .local_training.losses import per_sample_loss
+from .local_training.optim import build_optimizer
+from .local_training.precision import autocast, full_precision
 from .errors import ConfigError
 from .metrics import model_metrics
 from .protocols import check_built
-from .lifecycle.identity import flatten
+from .run_records.identity import flatten
 from .run_keys import ENGINES   # declared with the `engine` key
 
 
@@ -85,7 +85,7 @@ def build_data(source, partition, seed: int, fits=None):
 
 
 def expected_output_shape(task: str, batch: int, in_shape, num_classes: int) -> tuple:
-    """The output shape the task's loss and metrics read (engine/losses.py, metrics.py)."""
+    """The output shape the task's loss and metrics read (local_training/losses.py, metrics.py)."""
     if task == "regression":
         return (batch,)
     if task == "reconstruction":
@@ -101,7 +101,7 @@ def _reason(e: BaseException) -> str:
 def check_model_fits(model: torch.nn.Module, data, cfg: DictConfig, batch: int = 4) -> None:
     """A dry run of what training and evaluation do with the model, on a real batch of a few
     training samples with their targets, in the run's device, dtype and precision: one forward
-    pass, the training loss of the data's task (engine/losses.py) and the evaluation metrics
+    pass, the training loss of the data's task (local_training/losses.py) and the evaluation metrics
     (metrics.py). A model that cannot read the inputs, or whose outputs do not have the shape
     the task's loss needs (an autoencoder on labels, a classifier on reconstruction targets),
     is a one-line error naming both, not a traceback after the run started."""

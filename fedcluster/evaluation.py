@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from .algorithms.base import Algorithm, RunView
-from .engine.forward import outputs_on_shared
-from .engine.losses import per_sample_loss
+from .local_training.forward import outputs_on_shared
+from .local_training.losses import per_sample_loss
 from .metrics import ari, model_metrics
 
 

@@ -5,10 +5,10 @@ marks the run finished)."""
 
 import numpy as np
 
-from .lifecycle.integrity import seal_summary
-from .lifecycle.io import write_csv, write_json
-from .lifecycle.record import METRICS_FILE, RunRecord, metrics_table
-from .lifecycle.summary import summarize
+from .run_records.integrity import seal_summary
+from .run_records.io import write_csv, write_json
+from .run_records.record import METRICS_FILE, RunRecord, metrics_table
+from .run_records.summary import summarize
 
 
 def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:

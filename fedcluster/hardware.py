@@ -5,7 +5,7 @@ from typing import Annotated, Union
 
 import torch
 
-from .engine.precision import set_precision
+from .local_training.precision import set_precision
 from .errors import ConfigError
 from .rules import AtLeast, AutoOr
 
@@ -17,7 +17,7 @@ CPU_PRECISIONS = ("fp32", "bf16")   # tf32 is TensorFloat-32 matrix units of NVI
 class Hardware:
     device: str = "cpu"
     dtype: str = "float32"
-    precision: str = "fp32"     # fp32 | tf32 | bf16 (fedcluster/engine/precision.py)
+    precision: str = "fp32"     # fp32 | tf32 | bf16 (fedcluster/local_training/precision.py)
     # rows (a client training one model) a round trains at once before folding them into the aggregate:
     # "auto" sizes it from the memory available and the model (data/budget.py rows_per_chunk); a number sets it
     chunk: Annotated[Union[int, str], AutoOr(AtLeast(1))] = "auto"

@@ -4,7 +4,7 @@ Each run is the ordinary round loop (`runner.run`) in its own thread, with its o
 config, checkpoints, resume and results. Only its local training is shared: the run's trainer is
 wrapped so that `train(job)` hands the job to a `Packer` and waits. The Packer, in the calling
 thread, waits until every unfinished run waits on it, trains all their jobs, packed where they
-can be (engine/packing.py), and hands each run its rows back. The runs take turns (one baton):
+can be (local_training/packing.py), and hands each run its rows back. The runs take turns (one baton):
 while one plans, aggregates, scores or writes, the others wait, so a run computes exactly as it
 would alone, and only its training goes wider.
 
@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import signals
 from .data.budget import rows_per_chunk
-from .engine.packing import SideBySide, pack, pack_key, unpack
+from .local_training.packing import SideBySide, pack, pack_key, unpack
 
 
 def _stopped(cause: BaseException) -> KeyboardInterrupt:

@@ -1,5 +1,5 @@
 """`hydra/launcher=packed`: a sweep's jobs run side by side in this process, their local training
-packed into one job where model, solver and inputs agree (packed.py, engine/packing.py).
+packed into one job where model, solver and inputs agree (packed.py, local_training/packing.py).
 
 Each job is composed, named and placed as Hydra's basic launcher does it (its directory under
 hydra.sweep.dir, its `.hydra/` files, its outcome in the sweep's closing line) and runs as it runs

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from .lifecycle.io import save_figure  # noqa: E402
+from .run_records.io import save_figure  # noqa: E402
 from .pairing import center_pairing  # noqa: E402
 
 DPI = 200

@@ -6,7 +6,7 @@ class's signature (rules.py).
 
 Everything that needs to know a run key reads it from these two dataclasses: the structured config Hydra
 composes from (config/store.py `Config`, so a misspelt key or a wrong type is refused at composition), the
-checks before a run (config/validate.py, by `rules()`), which keys change results (lifecycle/identity.py
+checks before a run (config/validate.py, by `rules()`), which keys change results (run_records/identity.py
 `VOLATILE_KEYS`, by the `Volatile` marker), the misspelt-key suggestions (config/composition.py) and
 `fedcluster show run`. conf/config.yaml holds only the defaults list and Hydra's settings; a preset or a data
 set's solver file overrides these values as before."""
@@ -15,17 +15,17 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, Dict, List, Optional, Tuple
 
-from .engine.optim import OPTIMIZERS
+from .local_training.optim import OPTIMIZERS
 from .rules import MAX_BATCH, AtLeast, Between, Count, Help, OneOf, Positive, Probability, Rule
 
-OPTIMIZER_NAMES = tuple(sorted(OPTIMIZERS))   # the local optimizers fedcluster implements (engine/optim.py)
+OPTIMIZER_NAMES = tuple(sorted(OPTIMIZERS))   # the local optimizers fedcluster implements (local_training/optim.py)
 ENGINES = ("auto", "batched", "looped", "sequential")   # how local training is computed (assemble.choose_engine)
 
 
 @dataclass(frozen=True)
 class Volatile:
     """The setting changes how a run is shown or kept, never its numbers: two requests that differ only in volatile
-    keys are the same run (lifecycle/identity.py)."""
+    keys are the same run (run_records/identity.py)."""
 
 
 VOLATILE = Volatile()

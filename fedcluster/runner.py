@@ -16,28 +16,28 @@ from omegaconf import DictConfig, OmegaConf
 
 from .finished_run import write_results
 from .assemble import build, choose_engine, settle
-from .lifecycle.provenance import source_revision
-from .lifecycle.divergence import DivergenceWatch
+from .run_records.provenance import source_revision
+from .run_records.divergence import DivergenceWatch
 from .data.budget import rows_per_chunk
-from .engine.allocator import keep_freed_memory
-from .engine.clients import client_chunks, concat_results, run_clients
-from .engine.local_results import LocalResult
+from .local_training.allocator import keep_freed_memory
+from .local_training.clients import client_chunks, concat_results, run_clients
+from .local_training.local_results import LocalResult
 from .models.stacked import all_finite
 from .rng import derived_seed
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .lifecycle.identity import accepted_fingerprints, config_fingerprint
-from .lifecycle.integrity import seal_summary
+from .run_records.identity import accepted_fingerprints, config_fingerprint
+from .run_records.integrity import seal_summary
 from .config.composition import check_declared
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate, round_start_rows
-from .lifecycle.io import write_csv, write_json, write_text
+from .run_records.io import write_csv, write_json, write_text
 from .loggers import make_loggers
 from .metrics import key_metric
-from .lifecycle.record import METRICS_FILE, RunRecord, metrics_table, run_ids
+from .run_records.record import METRICS_FILE, RunRecord, metrics_table, run_ids
 from . import signals
-from .lifecycle.rundir import claim, drop_set_aside, remove_stale_temp_files, restore_set_aside, set_aside_results
+from .run_records.rundir import claim, drop_set_aside, remove_stale_temp_files, restore_set_aside, set_aside_results
 from .signals import deferred
-from .lifecycle.runlog import close_run_log, open_run_log
-from .lifecycle.summary import diverged_summary
+from .run_records.runlog import close_run_log, open_run_log
+from .run_records.summary import diverged_summary
 from .settled import Reporting, SettledRun
 from .config.validate import validate
 
@@ -217,7 +217,7 @@ def newcomer_training(trainer, engine: str, seed: int, chunk: Optional[int]):
 
 
 def train_round(t: int, plan, run: SettledRun) -> None:
-    """The plan's rows trained chunk by chunk (engine/clients.py), each chunk handed to the round's
+    """The plan's rows trained chunk by chunk (local_training/clients.py), each chunk handed to the round's
     aggregation (`alg.aggregation`, algorithms/fold.py) as it finishes; the divergence check sees every
     row before the aggregation is applied (`finish`). A chunk's trained rows and optimizer states are
     dropped before the next trains, unless the aggregation gathers every row."""

@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fedcluster.lifecycle import fsops  # noqa: E402
-from fedcluster.lifecycle.integrity import sealed_problem  # noqa: E402
-from fedcluster.lifecycle.rundir import plain_name  # noqa: E402
-from fedcluster.lifecycle.run_files import PackedFiles  # noqa: E402
+from fedcluster.run_records import fsops  # noqa: E402
+from fedcluster.run_records.integrity import sealed_problem  # noqa: E402
+from fedcluster.run_records.rundir import plain_name  # noqa: E402
+from fedcluster.run_records.run_files import PackedFiles  # noqa: E402
 from fedcluster.results.packs import PACK_NAME, PackError, read_pack, relative_name, write_pack  # noqa: E402
 from fedcluster.results.runs import CONFIG_FILE, SUMMARY_FILE, discover  # noqa: E402
 
@@ -132,7 +132,7 @@ def _folder_entry(path: Path):
 def unpack(dest: Path, out: Path) -> dict:
     """Write each run of dest's pack as a run folder under `out`: every file name and the seal checked first, then
     the run written whole into a new temporary folder and renamed into place without replacing anything. Every
-    folder on the way is opened from the one before without following a link (lifecycle/fsops.py), so a link
+    folder on the way is opened from the one before without following a link (run_records/fsops.py), so a link
     planted under `out` at any moment is refused, never written through; a folder there already holding the same
     run is passed by, anything else there is an error."""
     runs = _read(dest)

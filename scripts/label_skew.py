@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedcluster.assemble import build_data, make   # noqa: E402
 from fedcluster.config.store import compose_config       # noqa: E402
-from fedcluster.lifecycle.io import write_text                # noqa: E402
+from fedcluster.run_records.io import write_text                # noqa: E402
 
 
 def skew(overrides, seed: int) -> dict:

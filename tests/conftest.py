@@ -132,8 +132,8 @@ def reseal(run_dir, config: dict) -> None:
     """Seal the finished run in `run_dir` anew after a test has rewritten its config.yaml to `config` (fingerprint
     and summary digest recomputed), so it stands as a run of that config would."""
     import json
-    from fedcluster.lifecycle.identity import config_fingerprint
-    from fedcluster.lifecycle.integrity import summary_digest
+    from fedcluster.run_records.identity import config_fingerprint
+    from fedcluster.run_records.integrity import summary_digest
     path = run_dir / "summary.json"
     summary = json.loads(path.read_text())
     summary["integrity"]["config_fingerprint"] = config_fingerprint(config)

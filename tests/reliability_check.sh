@@ -322,7 +322,7 @@ section "ownership cannot be defeated"
 held="$work/held"; mkdir -p "$held"; ino=$(stat -c %i "$held")
 err=$(python - "$held" "$FC" "${SMALL[@]}" <<'PY' 2>&1
 import subprocess, sys
-from fedcluster.lifecycle.rundir import locked
+from fedcluster.run_records.rundir import locked
 from pathlib import Path
 held, fc, *args = sys.argv[1:]
 with locked(Path(held)):   # the owner holds the still-empty directory
@@ -496,8 +496,8 @@ killed_run() {   # a run of the reference config killed after its 2nd checkpoint
 d="$work/tb_pickle"; killed_run "$d"
 python - "$d" "$work/PWNED" "$FC" <<'PY' || bad "crafted pickle" "could not craft it"
 import io, os, subprocess, sys, torch, yaml
-from fedcluster.lifecycle.identity import config_fingerprint
-from fedcluster.lifecycle.integrity import pack_checkpoint
+from fedcluster.run_records.identity import config_fingerprint
+from fedcluster.run_records.integrity import pack_checkpoint
 run, marker = sys.argv[1], sys.argv[2]
 class Boom:
     def __reduce__(self):

@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 from conftest import CONF
 from fedcluster.command.rows_sweeper import row_jobs
 from fedcluster.config.store import compose_config, sweep_job_dirname
-from fedcluster.lifecycle.identity import NAME_EXCLUDED_KEYS
+from fedcluster.run_records.identity import NAME_EXCLUDED_KEYS
 
 PARSER = OverridesParser.create()
 

@@ -8,8 +8,8 @@ import torch
 
 from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.assemble import build
-from fedcluster.engine.clients import run_clients
-from fedcluster.lifecycle.record import RunRecord
+from fedcluster.local_training.clients import run_clients
+from fedcluster.run_records.record import RunRecord
 
 from conftest import CONF, make_cfg, SAME_CLASS_AS_ANOTHER
 from test_every_option import CONTEXT, data_root, shrink   # noqa: F401 -- data_root is a fixture

@@ -5,7 +5,7 @@ import torch
 from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms import IFCA, FedAvg, FedProx, FedSoft
 from fedcluster.algorithms.base import RoundPlan
-from fedcluster.engine.terms import Proximal
+from fedcluster.local_training.terms import Proximal
 from fedcluster.algorithms.fedsoft import importance_weights, selection_probabilities
 
 INF = float("inf")

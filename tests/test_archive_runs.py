@@ -71,7 +71,7 @@ def test_a_run_records_the_code_revision_it_was_made_with(small_cfg, tmp_path):
     """summary.json's versions.revision is this checkout's commit (with '+changes' when tracked files
     differ), so runs gathered across sessions say which code made them; no git checkout: null."""
     import subprocess
-    from fedcluster.lifecycle import provenance
+    from fedcluster.run_records import provenance
     summary = run(small_cfg(algorithm="ifca"), tmp_path / "run")
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if head.returncode:   # not a git checkout (an unpacked source tree): nothing to record
@@ -87,7 +87,7 @@ def test_a_run_records_the_code_revision_it_was_made_with(small_cfg, tmp_path):
                        cwd=tmp_path, check=True)
         copy = tmp_path / ".venv" / "site-packages" / "fedcluster"
         shutil.copytree(ROOT / "fedcluster", copy)
-        spec = importlib.util.spec_from_file_location("provenance_copy", copy / "lifecycle" / "provenance.py")
+        spec = importlib.util.spec_from_file_location("provenance_copy", copy / "run_records" / "provenance.py")
         moved = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(moved)
         assert moved.source_revision() is None
@@ -98,7 +98,7 @@ def test_a_run_records_the_code_revision_it_was_made_with(small_cfg, tmp_path):
 def test_the_revision_is_read_when_the_run_starts_not_when_it_ends(small_cfg, tmp_path, monkeypatch):
     """A checkout moved on during a long run (a frozen worktree checked out anew while its run goes
     on, 2026-11-26) must not relabel the run: the revision is the one at the run's start."""
-    from fedcluster.lifecycle import provenance
+    from fedcluster.run_records import provenance
     from fedcluster import runner
     heads = iter(["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
     now = {"head": next(heads)}
@@ -126,7 +126,7 @@ def test_the_revision_is_read_when_the_run_starts_not_when_it_ends(small_cfg, tm
 def test_a_seal_naming_a_file_outside_the_run_archives_nothing_outside(small_cfg, tmp_path, capsys):
     """A run's summary.json is data from its folder: a seal listing '../../EVIL.csv' (digests recomputed,
     so the run passes its own checks) is refused in one line, and nothing is written outside DEST."""
-    from fedcluster.lifecycle.integrity import sha256_file, summary_digest
+    from fedcluster.run_records.integrity import sha256_file, summary_digest
     sweep, dest = tmp_path / "sweep", tmp_path / "a" / "b" / "dest"
     run(small_cfg(algorithm="ifca"), sweep / "job")
     (tmp_path / "EVIL.csv").write_text("x\n")

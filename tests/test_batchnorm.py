@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 import torch
 
-from fedcluster.engine.forward import outputs_on_shared
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.schedule import Schedule
-from fedcluster.engine.optim import build_optimizer
+from fedcluster.local_training.forward import outputs_on_shared
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.schedule import Schedule
+from fedcluster.local_training.optim import build_optimizer
 from fedcluster.models import BatchNormCNN
 from fedcluster.models.stacked import init_stack
 from fedcluster.assemble import choose_engine

@@ -8,7 +8,7 @@ import torch
 from fedcluster.algorithms import CAM, IFCA
 from fedcluster.algorithms.base import RoundPlan, concat_plans, split_rows
 from fedcluster.algorithms.fold import aggregate_at_once
-from fedcluster.engine.terms import Proximal
+from fedcluster.local_training.terms import Proximal
 from fedcluster.algorithms.ensemble import soft_vote
 from fedcluster.algorithms.fesem import fc_parameter_names
 from fedcluster.algorithms.kmeans import kmeans_plus_plus, weighted_kmeans

@@ -6,7 +6,7 @@ import pytest
 
 from fedcluster.algorithms.cam import CAM
 from fedcluster.report import build_report
-from fedcluster.lifecycle.record import CHECKPOINT
+from fedcluster.run_records.record import CHECKPOINT
 from fedcluster.runner import run
 
 from conftest import die_in_round, make_cfg

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fedcluster.algorithms.fold import KeepRows, Parts, WeightedMeans
-from fedcluster.engine.clients import chunk_slices
+from fedcluster.local_training.clients import chunk_slices
 from fedcluster.errors import ConfigError
 from fedcluster.hardware import Hardware
 from fedcluster.models.rows import Rows, cat_rows, take_rows

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fedcluster.lifecycle.identity import config_fingerprint
+from fedcluster.run_records.identity import config_fingerprint
 from fedcluster.runner import run
 
 

@@ -92,7 +92,7 @@ def test_scoring_every_model_on_stored_samples_in_blocks_equals_the_padded_tenso
     """forward.map_shared decodes stored samples a block of chunks at a time, once for every model; the losses
     (whose per-sample labels are read by the chunk's global position) equal those on the decoded padded tensor,
     bit for bit, with blocks far smaller than the data."""
-    from fedcluster.engine import forward
+    from fedcluster.local_training import forward
     from fedcluster.models import LeNetCNN
     from fedcluster.models.stacked import init_stack
     g = torch.Generator().manual_seed(3)

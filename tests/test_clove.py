@@ -74,9 +74,9 @@ def test_convergence_metrics_on_hand_made_ari_curves():
 def test_option2_gradient_averaging_is_one_sgd_step_then_model_averaging():
     """CLoVE Alg. 1 line 15 (Option II) == Option I with a single plain SGD step."""
     from fedcluster.algorithms.base import weighted_mean_rows
-    from fedcluster.engine.local import LocalJob, LocalTrainer
-    from fedcluster.engine.schedule import Schedule
-    from fedcluster.engine.optim import build_optimizer
+    from fedcluster.local_training.local import LocalJob, LocalTrainer
+    from fedcluster.local_training.schedule import Schedule
+    from fedcluster.local_training.optim import build_optimizer
     torch.manual_seed(0)
     from fedcluster.models import LinearRegression
     model = LinearRegression((3,))
@@ -166,9 +166,9 @@ def test_random_assignment_with_fewer_clients_than_models_uses_distinct_models()
 def test_option2_client_gradients_are_full_batch_mean_loss_gradients():
     """CLoVE Option II as the authors' compute_gradient: the gradient of each client's mean loss
     over all its samples (padding excluded) at its starting model, with no step."""
-    from fedcluster.engine.local import LocalJob, LocalTrainer
-    from fedcluster.engine.schedule import full_batch_schedule
-    from fedcluster.engine.optim import build_optimizer
+    from fedcluster.local_training.local import LocalJob, LocalTrainer
+    from fedcluster.local_training.schedule import full_batch_schedule
+    from fedcluster.local_training.optim import build_optimizer
     from fedcluster.models import LinearRegression
     torch.manual_seed(0)
     model = LinearRegression((3,))

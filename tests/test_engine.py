@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from fedcluster.engine.terms import terms_from
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.schedule import Schedule, epoch_schedule, step_schedule
-from fedcluster.engine.optim import SGD, Adam
+from fedcluster.local_training.terms import terms_from
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.schedule import Schedule, epoch_schedule, step_schedule
+from fedcluster.local_training.optim import SGD, Adam
 from fedcluster.models import LeNetCNN, LinearRegression
 from fedcluster.models.stacked import init_stack
 from fedcluster.runner import run

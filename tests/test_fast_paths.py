@@ -5,10 +5,10 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
 
-from fedcluster.engine import forward as ev
-from fedcluster.engine.terms import terms_from
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.optim import SGD, Adam
+from fedcluster.local_training import forward as ev
+from fedcluster.local_training.terms import terms_from
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.optim import SGD, Adam
 from fedcluster.errors import ConfigError
 from fedcluster.hardware import Hardware
 from fedcluster.models import LeNetCNN, LettersCNN
@@ -162,7 +162,7 @@ def test_precision_is_checked_and_bf16_runs(tmp_path):
 
 
 def test_looped_engine_and_scoring_are_deterministic_per_thread_count():
-    """Work is split into independent pieces, one per thread (engine/workers.py): the same
+    """Work is split into independent pieces, one per thread (local_training/workers.py): the same
     thread count gives bit-identical results; another count the same up to float rounding."""
     model_fn, n, x, y, rows, start, refs, coeffs, *_ = _job()
     opt = SGD(lr=0.05, momentum=0.9)
@@ -188,7 +188,7 @@ def test_looped_engine_and_scoring_are_deterministic_per_thread_count():
 
 def test_allocator_tunables_are_taken_once_on_glibc():
     import platform
-    from fedcluster.engine.allocator import keep_freed_memory
+    from fedcluster.local_training.allocator import keep_freed_memory
     first = keep_freed_memory()
     assert keep_freed_memory() is first
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":

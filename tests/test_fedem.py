@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from fedcluster.algorithms.fedem import e_step, mixture_prediction
-from fedcluster.engine.terms import terms_from
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.schedule import epoch_schedule
-from fedcluster.engine.optim import SGD
+from fedcluster.local_training.terms import terms_from
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.schedule import epoch_schedule
+from fedcluster.local_training.optim import SGD
 from fedcluster.models import LinearRegression
 from fedcluster.models.stacked import init_stack
 from fedcluster.runner import run

@@ -12,9 +12,9 @@ from conftest import ENGINE_CHECK, IMAGE_SKEW, make_cfg
 from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms.fedpac import (collaboration_matrix, feature_statistics, head_names, head_weights,
                                           solve_simplex_qp)
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.optim import SGD, Adam, PartialUpdate
-from fedcluster.engine.terms import PrototypePull
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.optim import SGD, Adam, PartialUpdate
+from fedcluster.local_training.terms import PrototypePull
 from fedcluster.models import MLP, CifarCNN, LeNetCNN, LettersCNN, TextCNN
 from fedcluster.models.stacked import init_stack
 from fedcluster.runner import run
@@ -169,7 +169,7 @@ def test_fedpac_learns_a_label_skew(tmp_path, fmnist_root):
 
 def test_clients_share_the_extractor_and_keep_their_own_heads(tmp_path, fmnist_root):
     from fedcluster.assemble import build
-    from fedcluster.engine.clients import run_clients
+    from fedcluster.local_training.clients import run_clients
     cfg = make_cfg(IMAGES + [f"dataset.root={fmnist_root}", "rounds=1"])
     _, fed, alg, trainer = build(cfg)
     alg.setup(fed)

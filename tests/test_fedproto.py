@@ -7,7 +7,7 @@ import torch
 
 from conftest import ENGINE_CHECK, IMAGE_SKEW, make_cfg
 from fedcluster.algorithms.fedproto import aggregate_prototypes, class_means, nearest_prototype_logits
-from fedcluster.engine.terms import PrototypePull
+from fedcluster.local_training.terms import PrototypePull
 from fedcluster.runner import run
 
 
@@ -72,7 +72,7 @@ def test_paired_features_are_each_clients_own_forward(batched):
     (outputs_paired(..., features=True)); it must give, for each listed client, exactly its own
     model's features of its own real samples (and, looped, zeros at padding)."""
     from torch.func import functional_call
-    from fedcluster.engine.forward import outputs_paired
+    from fedcluster.local_training.forward import outputs_paired
     from fedcluster.models.cnn import LeNetCNN
     torch.manual_seed(0)
     model = LeNetCNN((1, 28, 28), 10)

@@ -5,9 +5,9 @@ import torch
 
 from fedcluster.data.augment import CropFlip
 from fedcluster.data.images import ImageSource
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.schedule import epoch_schedule
-from fedcluster.engine.optim import Adam
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.schedule import epoch_schedule
+from fedcluster.local_training.optim import Adam
 from fedcluster.errors import ConfigError
 from fedcluster.models import LeNetCNN
 from fedcluster.models.stacked import init_stack

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedcluster.engine.terms import terms_from
-from fedcluster.engine.local import LocalJob, LocalTrainer
-from fedcluster.engine.optim import Adam, SGD
+from fedcluster.local_training.terms import terms_from
+from fedcluster.local_training.local import LocalJob, LocalTrainer
+from fedcluster.local_training.optim import Adam, SGD
 from fedcluster.models import LeNetCNN
 from fedcluster.models.stacked import init_stack
 from fedcluster.runner import run

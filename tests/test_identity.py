@@ -1,4 +1,4 @@
-"""One declaration of a run's identity (fedcluster/lifecycle/identity.py) read by the fingerprint, the run
+"""One declaration of a run's identity (fedcluster/run_records/identity.py) read by the fingerprint, the run
 directory's check and Hydra's sweep directory names."""
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
@@ -6,7 +6,7 @@ from hydra.core.global_hydra import GlobalHydra
 from conftest import CONF
 from fedcluster.config.store import register_resolvers
 from fedcluster.config.store import register_schemas
-from fedcluster.lifecycle.identity import NAME_EXCLUDED_KEYS, VOLATILE_KEYS, config_fingerprint
+from fedcluster.run_records.identity import NAME_EXCLUDED_KEYS, VOLATILE_KEYS, config_fingerprint
 
 
 def test_sweep_directory_names_leave_out_exactly_the_volatile_keys():
@@ -34,7 +34,7 @@ def test_a_retired_top_level_key_keeps_earlier_runs_identity_and_their_seals():
     seals written then are accepted; another warm-up is not."""
     import hashlib
     import json
-    from fedcluster.lifecycle.identity import accepted_fingerprints, comparable, config_fingerprint
+    from fedcluster.run_records.identity import accepted_fingerprints, comparable, config_fingerprint
     digest = lambda c: hashlib.sha256(json.dumps(c, sort_keys=True).encode()).hexdigest()[:16]   # the old seal
     for old, now in (({"seed": 0, "warmup_rounds": 30, "algorithm": {"name": "fedavg"}},
                       {"seed": 0, "algorithm": {"name": "fedavg"}}),
@@ -56,7 +56,7 @@ def test_a_moved_top_level_key_is_refused_in_one_line_naming_where_it_lives_now(
     import pytest
     from fedcluster.config.composition import one_line
     from fedcluster.config.store import compose_config
-    from fedcluster.lifecycle.identity import MOVED_KEYS, RETIRED_KEYS
+    from fedcluster.run_records.identity import MOVED_KEYS, RETIRED_KEYS
     assert set(RETIRED_KEYS) <= set(MOVED_KEYS) and "warmup_rounds" in RETIRED_KEYS
     for key, moved in MOVED_KEYS.items():
         with pytest.raises(Exception) as caught:

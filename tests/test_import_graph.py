@@ -87,7 +87,7 @@ def test_the_finder_sees_a_cycle():
 
 def test_the_graph_is_read_from_relative_and_absolute_imports():
     edges = import_graph()
-    assert "engine" in edges["algorithms"] and "results" in edges["tables"]
+    assert "local_training" in edges["algorithms"] and "results" in edges["tables"]
 
 
 def test_no_import_cycle_between_subpackages():

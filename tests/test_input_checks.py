@@ -289,7 +289,7 @@ def test_fedsoft_smoother_is_checked_once_with_the_range_fedsoft_needs(tmp_path,
 
 def test_an_unknown_engine_name_is_an_error_in_the_trainer_too():
     """LocalTrainer.train used to train sequentially under any name it did not know."""
-    from fedcluster.engine.local import LocalTrainer
+    from fedcluster.local_training.local import LocalTrainer
     with pytest.raises(ValueError, match="engine='fast' is unknown"):
         LocalTrainer.train(object.__new__(LocalTrainer), None, "fast")
 

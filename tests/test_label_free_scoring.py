@@ -15,7 +15,7 @@ from conftest import CONF, make_cfg, SAME_CLASS_AS_ANOTHER
 from fakedata import write_mnist_like
 from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.assemble import build, choose_engine
-from fedcluster.engine.clients import run_clients
+from fedcluster.local_training.clients import run_clients
 from test_every_option import CONTEXT, shrink
 
 ALGORITHMS = sorted(f.stem for f in (CONF / "algorithm").glob("*.yaml"))
@@ -90,7 +90,7 @@ def test_the_labelled_pick_reads_the_labels_and_the_score_does_not(algorithm, op
     split = fed.data.local_test
     other = (ifca.assignment + 1) % ifca.num_clusters
     partner = alg.global_logits(fed, split) if algorithm == "ifca_cam" else None
-    from fedcluster.engine.forward import outputs_paired
+    from fedcluster.local_training.forward import outputs_paired
     from fedcluster.models.stacked import repeat
     logits = outputs_paired(fed.model, repeat(ifca.centers, other), split.x, split.n, fed.batched_forward)
     if partner is not None:

@@ -50,7 +50,7 @@ def test_reconstruction_mse_is_the_mean_per_sample_pixel_error():
     out[0, 2] = 5.0            # sample 2: padding, ignored
     mask = torch.tensor([[True, True, False]])
     assert model_metrics("reconstruction", out, x, mask, 0)["mse"].tolist() == [1.0]
-    from fedcluster.engine.losses import per_sample_loss
+    from fedcluster.local_training.losses import per_sample_loss
     assert per_sample_loss("reconstruction", out[0], x[0]).tolist() == [1.0, 1.0, 25.0]
 
 

@@ -1,8 +1,8 @@
-"""engine/optim.py's in-place SGD and Adam steps give the functional step's bits, on every row and on a subset."""
+"""local_training/optim.py's in-place SGD and Adam steps give the functional step's bits, on every row and on a subset."""
 import pytest
 import torch
 
-from fedcluster.engine.optim import SGD, Adam, PartialUpdate, step_rows, take_state
+from fedcluster.local_training.optim import SGD, Adam, PartialUpdate, step_rows, take_state
 
 SHAPES = {"w": (3, 5, 4), "b": (3, 5)}
 

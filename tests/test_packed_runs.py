@@ -99,7 +99,7 @@ def test_row_power_is_each_rows_own_whatever_its_neighbours():
     """Adam's bias correction per row: the same bits for a row alone, in a short vector or in a long one
     (torch's CPU pow differs in the last bit between its vectorised and scalar paths)."""
     import torch
-    from fedcluster.engine.optim import row_power
+    from fedcluster.local_training.optim import row_power
     g = torch.Generator().manual_seed(0)
     steps = torch.randint(1, 3000, (200,), generator=g).float()
     alone = torch.cat([row_power(0.999, steps[i:i + 1]) for i in range(len(steps))])

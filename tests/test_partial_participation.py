@@ -5,7 +5,7 @@ import pytest
 
 from conftest import make_cfg
 from fedcluster.assemble import build
-from fedcluster.lifecycle.identity import config_fingerprint
+from fedcluster.run_records.identity import config_fingerprint
 from fedcluster.runner import run
 
 SPLIT_EARLY = ["algorithm.split_after_round=0", "algorithm.eps1=100", "algorithm.eps2=0"]   # CFL splits when it can

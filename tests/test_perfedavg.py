@@ -7,10 +7,10 @@ import torch
 from torch.func import grad
 
 from conftest import SMALL, make_cfg, softmax_grad
-from fedcluster.engine.local import LocalTrainer
-from fedcluster.engine.objective import Objective
-from fedcluster.engine.optim import build_optimizer
-from fedcluster.engine.terms import MetaStep
+from fedcluster.local_training.local import LocalTrainer
+from fedcluster.local_training.objective import Objective
+from fedcluster.local_training.optim import build_optimizer
+from fedcluster.local_training.terms import MetaStep
 from fedcluster.runner import run
 
 

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from fedcluster.algorithms.fedsoft import FedSoft
-from fedcluster.lifecycle.record import CHECKPOINT
+from fedcluster.run_records.record import CHECKPOINT
 from fedcluster.runner import run
 
 from conftest import SMALL, die_in_round, make_cfg
@@ -23,7 +23,7 @@ def test_resume_gives_same_metrics(tmp_path, monkeypatch):
     assert (tmp_path / "resumed" / CHECKPOINT).exists()
     partial = pd.read_csv(tmp_path / "resumed" / "metrics.csv")
     assert partial["round"].max() == 4          # appended live through round 4 (the checkpoint: after round 3)
-    from fedcluster.lifecycle.record import read_checkpoint_file   # a sealed checkpoint: checksum verified, then loaded
+    from fedcluster.run_records.record import read_checkpoint_file   # a sealed checkpoint: checksum verified, then loaded
     assert read_checkpoint_file(tmp_path / "resumed" / CHECKPOINT)["next_round"] == 4
 
     undo()

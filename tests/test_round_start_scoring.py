@@ -33,7 +33,7 @@ def test_round_start_rows_change_no_other_number(tmp_path, small_cfg):
 def test_added_keys_at_their_neutral_value_keep_earlier_runs_identity():
     """eval_round_start_train and dataset.normalize arrived after runs were recorded: at false they change
     nothing, so a config without them is the same run (same fingerprint, run_id and directory)."""
-    from fedcluster.lifecycle.identity import accepted_fingerprints, config_fingerprint
+    from fedcluster.run_records.identity import accepted_fingerprints, config_fingerprint
     before = {"seed": 0, "rounds": 3, "dataset": {"name": "fashion_mnist", "root": "data"}}
     now = {**before, "eval_round_start_train": False, "dataset": {**before["dataset"], "normalize": False}}
     assert config_fingerprint(now) == config_fingerprint(before)
@@ -48,7 +48,7 @@ def test_added_keys_at_their_neutral_value_keep_earlier_runs_identity():
 def test_this_sessions_added_keys_keep_earlier_runs_identity_and_fedsofts_own():
     """partition.cluster_seed (null) and local-only's keep_client_state (true) arrived on 2026-11-28: at those
     values a run is the run recorded before them. FedSoft always carried keep_client_state: its identity keeps it."""
-    from fedcluster.lifecycle.identity import config_fingerprint
+    from fedcluster.run_records.identity import config_fingerprint
     skew = {"seed": 0, "partition": {"name": "label_skew4", "num_clients": 50}}
     assert config_fingerprint({**skew, "partition": {**skew["partition"], "cluster_seed": None}}) == config_fingerprint(skew)
     assert config_fingerprint({**skew, "partition": {**skew["partition"], "cluster_seed": 0}}) != config_fingerprint(skew)
@@ -67,7 +67,7 @@ def test_a_run_sealed_between_two_keys_neutral_rules_is_accepted():
     the key's arrival and its rule): accepted, and a different value is not."""
     import hashlib
     import json
-    from fedcluster.lifecycle.identity import accepted_fingerprints
+    from fedcluster.run_records.identity import accepted_fingerprints
     config = {"seed": 0, "eval_round_start_train": False, "partition": {"name": "label_skew4", "cluster_seed": None}}
     sealed = hashlib.sha256(json.dumps({"seed": 0, "partition": config["partition"]}, sort_keys=True).encode()).hexdigest()[:16]
     assert sealed in accepted_fingerprints(config)

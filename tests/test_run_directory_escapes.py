@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fedcluster.errors import ConfigError, RunFault, WriteFailed
-from fedcluster.lifecycle import rundir
+from fedcluster.run_records import rundir
 from fedcluster.runner import run
 
 from conftest import SMALL, make_cfg
@@ -131,7 +131,7 @@ def test_an_unsealed_manifest_makes_no_file_the_runs(tmp_path):
     run(make_cfg(SMALL + ["algorithm.selection_size=6"]), out)
     summary = json.loads((out / "summary.json").read_text())
     del summary["integrity"]["own_files"]
-    from fedcluster.lifecycle.integrity import summary_digest
+    from fedcluster.run_records.integrity import summary_digest
     summary["integrity"]["summary_sha256"] = summary_digest(summary)
     (out / "summary.json").write_text(json.dumps(summary))
     (out / "notes.txt").write_text("mine")
@@ -169,13 +169,13 @@ def test_no_file_swapped_for_a_link_mid_run_is_written_through(tmp_path, written
 
 
 def test_a_folder_inside_the_run_swapped_for_a_link_is_not_written_into(tmp_path):
-    from fedcluster.lifecycle.io import write_text
+    from fedcluster.run_records.io import write_text
     out = tmp_path / "run"
     out.mkdir()
     (tmp_path / "elsewhere").mkdir()
     (out / ".hydra").symlink_to(tmp_path / "elsewhere")
     with rundir.locked(out) as fd:
-        from fedcluster.lifecycle import fsops
+        from fedcluster.run_records import fsops
         fsops.hold(out, fd)
         rundir._OWNED[os.path.abspath(out)] = fd
         try:

@@ -12,7 +12,7 @@ from fedcluster.config.conf_dir import config_dir
 from fedcluster.config.store import compose_config
 from fedcluster.config.validate import RUN_RULES, validate
 from fedcluster.errors import ConfigError
-from fedcluster.lifecycle.identity import VOLATILE_KEYS, config_fingerprint
+from fedcluster.run_records.identity import VOLATILE_KEYS, config_fingerprint
 from fedcluster.run_keys import run_keys, top_level_names
 from fedcluster.runner import requested_config
 from fedcluster.rules import Between, OneOf

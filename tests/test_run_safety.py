@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from fedcluster.errors import ConfigError, NonFiniteLossError
-from fedcluster.lifecycle.divergence import DivergenceWatch
+from fedcluster.run_records.divergence import DivergenceWatch
 from fedcluster.runner import run
 
 from conftest import SMALL, make_cfg

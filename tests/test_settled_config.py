@@ -5,7 +5,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from conftest import ROOT, assert_config_is_what_ran, make_cfg, unpacked_copy
-from fedcluster.lifecycle.identity import accepted_fingerprints, as_settled, config_fingerprint, unsettled
+from fedcluster.run_records.identity import accepted_fingerprints, as_settled, config_fingerprint, unsettled
 from fedcluster.runner import requested_config, run
 
 CAMPAIGN = ROOT / "docs" / "results" / "fedsoft_runs" / "table3_synthetic"   # recorded 2026-12-01, K null

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedcluster.lifecycle import rundir
+from fedcluster.run_records import rundir
 from fedcluster import signals
 from fedcluster.errors import ConfigError
-from fedcluster.lifecycle.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
+from fedcluster.run_records.record import CHECKPOINT, PREVIOUS_CHECKPOINT, read_checkpoint_file
 from fedcluster.runner import run
 
 from cli_in_process import fedcluster_in_process
@@ -547,7 +547,7 @@ def test_a_read_only_directory_mid_run_is_one_line_and_the_run_resumes_after(tmp
     """The file system turns read-only after the third checkpoint (every rename into the run
     directory then fails with EROFS, as on a remounted disk)."""
     import errno
-    import fedcluster.lifecycle.fsops as fio   # every rename into a run directory (relative to its descriptor)
+    import fedcluster.run_records.fsops as fio   # every rename into a run directory (relative to its descriptor)
     from fedcluster.errors import RunFault
     out = tmp_path / "run"
     overrides = SMALL + ["rounds=8", "algorithm.selection_size=6", "checkpoint_every=1"]
@@ -614,7 +614,7 @@ def test_a_disk_that_fills_between_a_checkpoint_and_its_metrics_names_the_checkp
     check's tmpfs hit this window, 2026-11-28): the one-line message names round 3's checkpoint, which the same
     command resumes from; when the checkpoint itself is what cannot be written, it names round 2's."""
     import errno
-    import fedcluster.lifecycle.record as record
+    import fedcluster.run_records.record as record
     from fedcluster.errors import RunFault
     out = tmp_path / "run"
     real = {"checkpoint": record.write_bytes, "metrics": record.write_csv}

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from fedcluster.errors import ConfigError
-from fedcluster.lifecycle.identity import config_fingerprint
-from fedcluster.lifecycle.integrity import DamagedFile, pack_checkpoint, read_regular_file
-from fedcluster.lifecycle.record import CHECKPOINT, PREVIOUS_CHECKPOINT
+from fedcluster.run_records.identity import config_fingerprint
+from fedcluster.run_records.integrity import DamagedFile, pack_checkpoint, read_regular_file
+from fedcluster.run_records.record import CHECKPOINT, PREVIOUS_CHECKPOINT
 from fedcluster.runner import requested_config, run
 
 from conftest import SMALL, make_cfg

@@ -16,7 +16,7 @@ from fakedata import write_mnist_like
 from fedcluster.algorithms.clove import CLoVE
 from fedcluster.algorithms.fedsoft import importance_weights
 from fedcluster.data.holdout import hold_out_clients, holdout_count
-from fedcluster.engine.forward import outputs_paired
+from fedcluster.local_training.forward import outputs_paired
 from fedcluster.errors import ConfigError
 from fedcluster.runner import run
 from fedcluster.config.validate import newcomer_methods

@@ -1,7 +1,7 @@
 """What an algorithm decides; the round loop (fedcluster.runner) does everything else.
 
 Each round the loop asks `plan(t)` which clients train, from which parameters and on
-which terms of the local objective (engine/terms.py); it trains them (batched or sequential engine), or only takes each
+which terms of the local objective (local_training/terms.py); it trains them (batched or sequential engine), or only takes each
 one's full-batch gradient when the plan says `local="gradient"`, and folds the results into
 `aggregation(t, plan, fed)`, the method's one statement of how they reduce (algorithms/fold.py). Between rounds it evaluates `cluster_models()`
 on every distribution's test set and `predictors()` (each client's own predictor) on
@@ -11,8 +11,8 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from ..engine.forward import outputs_paired
-from ..engine.terms import Term, concat_terms
+from ..local_training.forward import outputs_paired
+from ..local_training.terms import Term, concat_terms
 from ..models.rows import Rows, cat_rows
 from ..models.stacked import HOST, Stack, on_device
 from ..rules import CheckedSettings
@@ -36,7 +36,7 @@ class Phase:
 class RoundPlan:
     clients: torch.Tensor                  # [M] indices of the clients that train this round (may repeat)
     start: "Stack | Rows"                  # [M] their starting parameters (Rows: read when trained)
-    terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py)
+    terms: List[Term] = field(default_factory=list)   # of the local objective (local_training/terms.py)
     # What the clients compute: "train" (local training by the engines; the aggregation gets the
     # trained parameters) or "gradient" (no step: each row's gradient of its client's mean loss
     # over all its training samples at `start`; the aggregation gets those gradients, CLoVE Option II)

@@ -5,8 +5,8 @@ from typing import Annotated
 
 import torch
 
-from ..engine.forward import outputs_on_clients, outputs_paired
-from ..engine.terms import FrozenOffset
+from ..local_training.forward import outputs_on_clients, outputs_paired
+from ..local_training.terms import FrozenOffset
 from ..rules import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans
 from .model_tables import for_clients, global_mean_fold

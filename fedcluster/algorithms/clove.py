@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ..models.rows import rows_of
-from ..engine.optim import OPTIMIZERS, build_optimizer
+from ..local_training.optim import OPTIMIZERS, build_optimizer
 from ..rng import derived_seed
 from ..rules import AtLeast, ClientDropout, ClientFraction, Help, OneOf, Positive
 from .base import RoundPlan, random_assignment

@@ -9,7 +9,7 @@ import torch
 from torch.func import functional_call
 
 from ..models.rows import rows_of
-from ..engine.losses import per_sample_loss
+from ..local_training.losses import per_sample_loss
 from ..rules import AtLeast, Between, ClientDropout, ClientFraction, Help, MAX_BATCH, Positive
 from .base import Algorithm, RoundPlan
 from .model_tables import keep_trained, personal_models, sample_weighted_mean

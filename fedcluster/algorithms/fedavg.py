@@ -3,8 +3,8 @@ from typing import Annotated
 
 import torch
 
-from ..engine.forward import outputs_on_clients
-from ..engine.terms import Proximal
+from ..local_training.forward import outputs_on_clients
+from ..local_training.terms import Proximal
 from ..rules import AtLeast, ClientDropout, ClientFraction
 from .base import Algorithm, RoundPlan
 from .model_tables import copies, for_clients, global_mean_fold

@@ -5,8 +5,8 @@ from typing import Annotated
 import torch
 
 from ..models.rows import rows_of
-from ..engine.forward import outputs_on_clients
-from ..engine.terms import SampleWeights
+from ..local_training.forward import outputs_on_clients
+from ..local_training.terms import SampleWeights
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 from .fold import gathered

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ..models.rows import rows_of
-from ..engine.terms import PrototypePull
+from ..local_training.terms import PrototypePull
 from ..errors import ConfigError
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Probability
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows

@@ -6,8 +6,8 @@ from typing import Annotated, Tuple
 import torch
 
 from ..models.rows import rows_of
-from ..engine.forward import outputs_paired
-from ..engine.terms import PrototypePull
+from ..local_training.forward import outputs_paired
+from ..local_training.terms import PrototypePull
 from ..errors import ConfigError
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan
@@ -21,7 +21,7 @@ def round_features(fed, params: dict, clients: torch.Tensor):
     """(client, [n, D] features, [n] labels) of each round client's training samples, row j of
     `params` being client clients[j]'s model: what the server hears from the round's clients
     (FedProto's prototypes, FedPAC's statistics and centroids). All clients' features come from
-    one paired forward pass (engine/forward.py: threads on CPU, vmap on GPU), models in eval mode."""
+    one paired forward pass (local_training/forward.py: threads on CPU, vmap on GPU), models in eval mode."""
     tr = fed.data.train
     feats = outputs_paired(fed.model, params, tr.x, tr.n, fed.batched_forward, rows=clients, features=True)
     sizes = tr.n[clients].tolist()

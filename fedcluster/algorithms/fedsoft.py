@@ -6,7 +6,7 @@ import torch
 from ..errors import ConfigError
 from ..models.rows import rows_of
 from ..models.stacked import on_device
-from ..engine.terms import Proximal
+from ..local_training.terms import Proximal
 from ..rules import AtLeast, Between
 from .base import Algorithm, RunView, RoundPlan
 from .model_tables import personal_models

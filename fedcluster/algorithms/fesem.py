@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 import torch
 
 from ..models.rows import rows_of, take_rows
-from ..engine.terms import Proximal
+from ..local_training.terms import Proximal
 from ..rules import AtLeast, ClientDropout, ClientFraction, Count, OneOf
 from .base import Phase, RoundPlan, weighted_mean_rows
 from .clustered import ClusteredAlgorithm

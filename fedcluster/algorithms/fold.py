@@ -1,5 +1,5 @@
 """A round's aggregation, the one way a method states how its clients' updates reduce: the trained
-rows are folded in as each chunk of clients finishes (engine/clients.py) and freed, so a round needs
+rows are folded in as each chunk of clients finishes (local_training/clients.py) and freed, so a round needs
 memory for one chunk of trained rows and the server's models, not for every client's (Build: bounded
 memory).
 

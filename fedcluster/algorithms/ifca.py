@@ -3,7 +3,7 @@ from typing import Annotated
 
 import torch
 
-from ..engine.forward import losses_on_clients, outputs_paired
+from ..local_training.forward import losses_on_clients, outputs_paired
 from ..models.rows import rows_of
 from ..models.stacked import Stack
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf

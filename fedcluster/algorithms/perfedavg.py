@@ -5,8 +5,8 @@ from typing import Annotated
 import torch
 from torch.func import functional_call, grad
 
-from ..engine.losses import per_sample_loss
-from ..engine.terms import META_PARTS, MetaStep
+from ..local_training.losses import per_sample_loss
+from ..local_training.terms import META_PARTS, MetaStep
 from ..errors import ConfigError
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Positive
 from .base import Algorithm

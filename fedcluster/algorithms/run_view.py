@@ -5,7 +5,7 @@ from typing import Callable, Optional, Tuple
 import torch
 
 from ..data import FederatedData
-from ..engine.forward import losses_on_clients
+from ..local_training.forward import losses_on_clients
 from ..models.stacked import Stack, init_stack
 from ..rng import derived_seed, generator
 
@@ -54,7 +54,7 @@ class RunView:
         if self.local_training is None:
             raise RuntimeError("RunView.train: local training is given only to the newcomer view of an evaluation")
         if self.train_offsets is not None:   # a plan in phases carries its terms in each phase
-            from ..engine.terms import FrozenOffset
+            from ..local_training.terms import FrozenOffset
             offset = FrozenOffset(self.train_offsets[plan.clients])
             if plan.phases:
                 plan = replace(plan, phases=[replace(p, terms=list(p.terms) + [offset]) for p in plan.phases])

@@ -47,7 +47,7 @@ class RunDirGuard(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         from ..config.composition import check_declared
-        from ..lifecycle.rundir import check_place
+        from ..run_records.rundir import check_place
         from ..config.validate import validate
         try:
             validate(config)   # validate() leaves out the hydra node
@@ -57,7 +57,7 @@ class RunDirGuard(Callback):
             _fail(str(e))
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        from ..lifecycle.rundir import check_place
+        from ..run_records.rundir import check_place
         try:
             check_place(config.hydra.sweep.dir, key="hydra.sweep.dir")
         except ConfigError as e:
@@ -83,7 +83,7 @@ class RunDirGuard(Callback):
 def _write_hydra_files(out: Path, hc=None) -> None:
     """What Hydra's output_subdir would hold, written only once the directory is ours. `hc`: the
     job's hydra config (default: Hydra's current one)."""
-    from ..lifecycle.io import write_text
+    from ..run_records.io import write_text
     hc = HydraConfig.get() if hc is None else hc
     write_text(out / ".hydra" / "overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(list(hc.overrides.task))))
     write_text(out / ".hydra" / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})))
@@ -106,7 +106,7 @@ def _task(cfg: DictConfig):
 def run_job(cfg: DictConfig, hc, train_with=None):
     """`_task` for the job whose hydra config is `hc` (the packed launcher runs several at once, each
     in its own thread, so none reads Hydra's one current config); `train_with`: runner.run's."""
-    from ..lifecycle.rundir import adopt_if_empty, discard_created
+    from ..run_records.rundir import adopt_if_empty, discard_created
     from ..runner import run
     out = hc.runtime.output_dir
     multirun = hc.mode == RunMode.MULTIRUN

@@ -6,7 +6,7 @@ finalizers such as temporary folders), CPython still clears every module and fre
 one by one. With torch imported (and torch._dynamo, which torch.func and torch.optim load) that
 takes about a second: a fifth of a short command (a refused override, `fedcluster show`, a report)
 and of each CLI call in the test suite. Nothing fedcluster writes waits on it: result files are
-written, flushed and closed atomically (lifecycle/io.py) before the work returns.
+written, flushed and closed atomically (run_records/io.py) before the work returns.
 
 `arm()` registers the ending as the first atexit hook, so it runs after all the others (atexit
 calls hooks last-registered first); it is called by the console scripts' entry functions

@@ -73,7 +73,7 @@ class Sweep:
         """Remove the sweep directory this process created (and its new parents) when no job wrote
         anything in it: only Hydra's multirun.yaml (and submitit's job logs) are there."""
         import shutil
-        from ..lifecycle.rundir import created_here, discard_created
+        from ..run_records.rundir import created_here, discard_created
         d = cls.dir
         if d is None or not created_here(d):
             return

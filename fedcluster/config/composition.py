@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import List, Optional
 
-from ..lifecycle.identity import MOVED_KEYS
+from ..run_records.identity import MOVED_KEYS
 
 TYPE_WORDS = {"Float": "a number", "Integer": "a whole number", "Boolean": "true or false",
               "String": "a string"}

@@ -23,7 +23,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from .. import algorithms, data, hardware, loggers, models, partitions
 from .conf_dir import config_dir
-from ..lifecycle.identity import NAME_EXCLUDED_KEYS
+from ..run_records.identity import NAME_EXCLUDED_KEYS
 from .schema import config_type, schema_of
 from ..run_keys import GROUPS, run_keys
 

@@ -9,7 +9,7 @@ the data is built from per-client pieces and then stacked (both exist at the pea
 round trains at once (its rows, `Algorithm.training_rows`: a client's cluster model and h for
 the CAM methods, all M components for FedEM): COPIES_PER_ROW parameter-sized tensors per row
 plus one batch's layer outputs. Scoring buffers come on top, so it stays a lower bound. Since rounds
-train in chunks (`hardware.chunk`, engine/clients.py), the rows counted are one chunk's: one row with
+train in chunks (`hardware.chunk`, local_training/clients.py), the rows counted are one chunk's: one row with
 `auto` (the run then sizes its chunks from what is available, `rows_per_chunk`), so a run is refused
 only when it would not fit with chunks of one row; the chunk's rows when a number is set.
 

@@ -137,7 +137,7 @@ class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked 
         if augment and unsupervised:
             raise ConfigError("dataset.augment is not allowed with dataset.unsupervised=true (the targets are the "
                               "un-augmented inputs); set dataset.augment=null")
-        self.augment = crop_flip(augment)   # training batches only (engine/local.py)
+        self.augment = crop_flip(augment)   # training batches only (local_training/local.py)
         reader_kwargs = checked_reader_kwargs(name, reader_kwargs)
         tx, ty, vx, vy = READERS[name](Path(root).expanduser(), download=download, **reader_kwargs)
         self.test_size, self.train_size, self.seed = s.test_size, s.train_size, seed

@@ -47,7 +47,7 @@ def round_scalars(rows: List[dict]) -> Dict[int, Dict[str, float]]:
 def flat_params(config: dict) -> Dict[str, object]:
     """A nested config as {"train.lr": 0.01, ...} (identity.flatten), values trackers can store:
     scalars as they are, anything else (lists, empty mappings) as text."""
-    from ..lifecycle.identity import flatten
+    from ..run_records.identity import flatten
     return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flatten(config).items()}
 
 

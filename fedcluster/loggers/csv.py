@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 from ..errors import WriteFailed
-from ..lifecycle import fsops
-from ..lifecycle.io import write_failure_reason, write_csv
-from ..lifecycle.rundir import check_still_owned
+from ..run_records import fsops
+from ..run_records.io import write_failure_reason, write_csv
+from ..run_records.rundir import check_still_owned
 from ..signals import deferred
-from ..lifecycle.record import METRICS_FILE, metrics_table
+from ..run_records.record import METRICS_FILE, metrics_table
 from .base import Logger
 
 

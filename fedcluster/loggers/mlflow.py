@@ -6,7 +6,7 @@ directory, mlflow_run_id.txt)."""
 from pathlib import Path
 from typing import Optional
 
-from ..lifecycle.io import write_text
+from ..run_records.io import write_text
 from .base import Logger, flat_params, require, round_scalars
 
 RUN_ID_FILE = "mlflow_run_id.txt"

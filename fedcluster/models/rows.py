@@ -3,7 +3,7 @@
 A round plan starts each of its M rows from one of a few models (the global model, a cluster's
 model, a client's own). Copying them into an [M, P] stack cost one parameter vector per trained
 client before training began; `Rows` holds the source stack and the index instead, and a chunk
-of the round (engine/chunks.py) reads its rows when it trains them. Reading a whole key
+of the round (local_training/chunks.py) reads its rows when it trains them. Reading a whole key
 (`rows[k]`) still gives the [M, ...] tensor, for the methods that compare all starts at once
 (CFL's updates), so a `Rows` is a drop-in read-only Stack.
 

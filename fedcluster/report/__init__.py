@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from ..lifecycle.io import write_csv, write_text
+from ..run_records.io import write_csv, write_text
 from ..results.cells import Stat
 from .baseline import NOTE as BASELINE_NOTE, baseline_frame, check_baseline
 from .render import listing, render

@@ -17,7 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..lifecycle.io import write_text
+from ..run_records.io import write_text
 from ..results.cells import Reported, Stat, Verdict
 from ..results.runs import discover
 from ..tables.paper_numbers import reported

@@ -39,7 +39,7 @@ import pandas as pd
 import yaml
 
 from ..hardware import device_kind
-from ..lifecycle.io import write_csv, write_text
+from ..run_records.io import write_csv, write_text
 from ..results.compare import MIN_SEEDS, mean_interval, significantly_best
 from ..results.runs import ABSENT, discover, show, varying_keys
 from .grid import PRESETS, planned_jobs

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from ..lifecycle.io import write_text
+from ..run_records.io import write_text
 from ..results.compare import difference, mean_interval
 from ..results.runs import discover
 

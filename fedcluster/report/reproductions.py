@@ -21,7 +21,7 @@ from typing import Optional
 
 import yaml
 
-from ..lifecycle.io import write_text   # atomic: a reader never sees half a page
+from ..run_records.io import write_text   # atomic: a reader never sees half a page
 from . import account
 
 # Relative to the folder it runs in (the repository's root), where the registry's results paths start.

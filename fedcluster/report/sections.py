@@ -16,7 +16,7 @@ import pandas as pd
 from .. import tables
 from ..results.cells import to_csv_frame
 from ..results.defaults import setting_name
-from ..lifecycle.identity import SETTLED_KEY
+from ..run_records.identity import SETTLED_KEY
 from ..results.runs import ABSENT, Cell, Run, make_cells, matches, show, split_by, varying_keys
 from .preset_data import data_mismatches
 

@@ -13,9 +13,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
-from ..lifecycle.identity import VOLATILE_KEYS, as_settled, comparable
-from ..lifecycle.identity import flatten as rundir_flatten
-from ..lifecycle.run_files import FolderFiles, PackedFiles
+from ..run_records.identity import VOLATILE_KEYS, as_settled, comparable
+from ..run_records.identity import flatten as rundir_flatten
+from ..run_records.run_files import FolderFiles, PackedFiles
 from .packs import PACK_NAME, PackError, read_pack
 
 CONFIG_FILE = "config.yaml"
@@ -60,7 +60,7 @@ ABSENT = _Absent()
 @dataclass
 class Run:
     """One finished run: where it is, its summary, its config (flattened) and seed; `files`: where its files are
-    read (its folder, or the pack that holds it at `path`: lifecycle/run_files.py)."""
+    read (its folder, or the pack that holds it at `path`: run_records/run_files.py)."""
     path: Path
     summary: dict
     flat: Dict[str, object]
@@ -224,7 +224,7 @@ def _load_summary(path: Path, files, found: Found) -> None:
         found.skipped.append(Skipped(path, f"summary.json status {status!r} (not a finished run)"))
         return
     if isinstance(summary.get("integrity"), dict):   # a sealed run: trusted only as sealed (config.yaml included)
-        from ..lifecycle.integrity import finished_run_problem, sealed_problem
+        from ..run_records.integrity import finished_run_problem, sealed_problem
         changed = finished_run_problem(path, summary) if isinstance(files, FolderFiles) else sealed_problem(files, summary)
         if changed is not None:   # a sealed run whose files no longer match its seal
             found.skipped.append(Skipped(path, f"{changed.removeprefix('its ')} (not reported as it stands)"))

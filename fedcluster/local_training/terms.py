@@ -21,7 +21,7 @@ from ..models.stacked import Stack
 
 
 class Term:
-    """One ingredient of the local objective (engine/objective.py). Each hook has a neutral
+    """One ingredient of the local objective (local_training/objective.py). Each hook has a neutral
     default, so a term overrides only what it changes."""
     per_sample = False
     data: torch.Tensor
@@ -211,7 +211,7 @@ class MetaStep(Term):
 
     def parts_of(self, x, y, valid):
         """`part(i)`: (x, y, valid) of the i-th part of the batch, `split` slots wide. A batch's
-        real samples are a prefix of it (engine/schedule.py), n of them; part i holds real
+        real samples are a prefix of it (local_training/schedule.py), n of them; part i holds real
         samples i * size to (i + 1) * size - 1, size = min(ceil(n / parts), split), and padding
         after them. A full batch is cut as slices at multiples of `split` (the same samples),
         and a short one is shared out: cutting it by slot position gave a client with fewer

@@ -9,7 +9,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent   # fedcluster/, this file being fedcluster/lifecycle/provenance.py
+PACKAGE_DIR = Path(__file__).resolve().parent.parent   # fedcluster/, this file being fedcluster/run_records/provenance.py
 
 
 def _git(*args, cwd: Path) -> str:

@@ -9,7 +9,7 @@ schedules concatenated, and the one result cut back into each run's rows.
 Why the numbers stay each run's own: rows share nothing in local training. A row reads only its
 own client's samples at its own schedule's positions, and its optimizer updates only its own row;
 the engines already train a round's rows in chunks of any size with the same per-row numbers
-(engine/clients.py), and a row with fewer steps sits out the others' (a step with no valid sample
+(local_training/clients.py), and a row with fewer steps sits out the others' (a step with no valid sample
 leaves a row and its optimizer state untouched). So a packed row trains to the numbers it trains
 to alone; tests/test_packed_runs.py holds every packable algorithm's metrics byte-identical.
 

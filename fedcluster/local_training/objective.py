@@ -1,15 +1,15 @@
-"""A job's local objective, compiled once from its terms (engine/terms.py):
+"""A job's local objective, compiled once from its terms (local_training/terms.py):
 
     mean_{batch} [prod_w q_m(x)] loss(out_m(x), y) + sum_penalties P_m(w_m, features),
 
 and, where a term rewrites the whole objective (`Term.wrap`: Per-FedAvg's meta step), that
-term's objective built on this one. Every gradient formulation (engine/gradient_modes.py)
+term's objective built on this one. Every gradient formulation (local_training/gradient_modes.py)
 differentiates the same compiled function, so they differ only in how rows are batched.
 
 Training a subset of the parameters has one mechanism: the frozen ones are detached here
 (the backward pass then stops where only frozen parameters lie below: FedPAC's head phase
 differentiates the last layer only) and the optimizer steps the trainable ones only
-(engine/optim.py PartialUpdate)."""
+(local_training/optim.py PartialUpdate)."""
 from typing import Optional, Sequence
 
 from torch.func import functional_call

@@ -1,9 +1,9 @@
 """Local training of the round's clients: one step loop over a job's schedule.
 
-Each job row m (a client training one model) minimises its objective (engine/objective.py:
-the mean loss over each mini-batch plus the job's terms, engine/terms.py); with no terms,
+Each job row m (a client training one model) minimises its objective (local_training/objective.py:
+the mean loss over each mini-batch plus the job's terms, local_training/terms.py); with no terms,
 plain local training. The loop reads top to bottom: schedule -> rows with samples at the step
--> their gradients (a formulation chosen by name, engine/gradient_modes.py) -> one stacked
+-> their gradients (a formulation chosen by name, local_training/gradient_modes.py) -> one stacked
 optimizer update of those rows -> loss records. Every formulation visits the same mini-batches
 in the same order and shares the optimizer code, so they give the same numbers up to
 floating-point summation order."""
@@ -33,7 +33,7 @@ class LocalJob:
     start: Stack                    # [M] starting parameters
     opt_state: dict                 # [M] optimizer state
     schedule: Schedule
-    terms: List[Term] = field(default_factory=list)   # of the local objective (engine/terms.py), data [M, ...]
+    terms: List[Term] = field(default_factory=list)   # of the local objective (local_training/terms.py), data [M, ...]
     seed: int = 0                   # seeds each row's dropout masks (sequential engine)
     trainable: Optional[tuple] = None   # parameter names the job updates (None: all; the rest stay fixed)
     owned: bool = False             # start and opt_state are the job's own (made for it): trained in place, not copied
@@ -101,7 +101,7 @@ class LocalTrainer:
 
         A row-parallel engine (looped) splits the rows into one part per CPU thread, balanced by
         their samples, and each thread runs the whole step loop for its part with single-threaded
-        ops (engine/workers.py): no thread waits for another until the job ends, and a part
+        ops (local_training/workers.py): no thread waits for another until the job ends, and a part
         whose clients finish early never idles a core while others still train (client sizes
         are skewed). Rows share nothing, so each row's numbers do not depend on the split; the
         parts update disjoint rows of the stacked tensors in place."""
@@ -141,5 +141,5 @@ class LocalTrainer:
         return log.result({**params, **buffers}, state)
 
     def gradients(self, job: LocalJob) -> LocalResult:
-        """Each row's full-batch gradient at its starting parameters (engine/full_gradient.py)."""
+        """Each row's full-batch gradient at its starting parameters (local_training/full_gradient.py)."""
         return full_gradients(self, job)

@@ -107,7 +107,7 @@ class _Chunks(torch.nn.Module):
 @in_eval_mode
 def map_shared(model, params: Stack, x: torch.Tensor, fn: Callable[[torch.Tensor, slice], torch.Tensor]):
     """[M, N, ...]: fn(outputs of model m on x[s], s) for every model m in `params` and chunk s of x.
-    The chunks are split into one contiguous run per CPU thread (engine/workers.py); each thread
+    The chunks are split into one contiguous run per CPU thread (local_training/workers.py); each thread
     runs every model over its run of chunks. Inputs stored compactly (data/samples.py RealSamples) are
     decoded a block of chunks at a time (DECODE_BLOCK_BYTES of inputs), once for all the models."""
     M = next(iter(params.values())).shape[0]

@@ -122,7 +122,7 @@ def finished_run_problem(out: Path, summary: dict) -> Optional[str]:
 
 
 def sealed_problem(files, summary: dict, manifest_problem=None) -> Optional[str]:
-    """Why a finished run whose files `files` holds (lifecycle/run_files.py: its folder, or a pack's entry) no
+    """Why a finished run whose files `files` holds (run_records/run_files.py: its folder, or a pack's entry) no
     longer matches its seal (None: it does). Summaries written before checksums existed are checked for
     config.yaml and metrics.csv only."""
     if not files.is_file("config.yaml"):

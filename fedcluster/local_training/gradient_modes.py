@@ -1,12 +1,12 @@
 """How a training step computes the gradients of the rows that train at it: the formulations
-the one step loop (engine/local.py LocalTrainer.train) chooses from by name.
+the one step loop (local_training/local.py LocalTrainer.train) chooses from by name.
 
 A mode is opened once per job (`open(trainer, job, objective, buffers)`, a context manager
 yielding `grads_of`). `grads_of(params, step, act)` takes the stacked parameters [M, ...], the
 step and the rows with samples at it (a host tensor of indices) and returns (rows, their
 gradients [len(rows), ...], their data losses, an optional bool mask over rows of the rows
 that count: a mode may compute idle rows too, whose results are then ignored). All modes
-differentiate the same compiled objective (engine/objective.py) on the same batches, so they
+differentiate the same compiled objective (local_training/objective.py) on the same batches, so they
 give the same numbers up to floating-point summation order."""
 from contextlib import contextmanager
 

@@ -1,1 +1,0 @@
-"""Local training and evaluation over stacked per-client parameters."""
