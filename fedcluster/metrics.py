@@ -73,7 +73,7 @@ def ari(truth, assigned) -> float:
     2 (both * neither - only_truth * only_assigned) / ((both + only_truth)(only_truth + neither) +
     (both + only_assigned)(only_assigned + neither)), and 1 where no pair disagrees. Exact integers
     until one division, so it equals sklearn.metrics.adjusted_rand_score to the last bit
-    (tests/test_metrics.py) without importing scikit-learn's metrics, a second of every run's start."""
+    (tests/unit/test_metrics.py) without importing scikit-learn's metrics, a second of every run's start."""
     truth, assigned = np.asarray(truth).ravel(), np.asarray(assigned).ravel()
     if truth.shape != assigned.shape:
         raise ValueError(f"ari: labelings of {truth.size} and {assigned.size} samples")

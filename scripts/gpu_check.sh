@@ -16,7 +16,7 @@ OUT=${OUT:-outputs/gpu_check}
 mkdir -p "$OUT"
 echo "== 1. pytest -m gpu"
 tests_failed=0
-"$PY" -m pytest -m gpu -q -rs -s -p no:cacheprovider tests/test_gpu.py || tests_failed=1   # the benchmark still runs
+"$PY" -m pytest -m gpu -q -rs -s -p no:cacheprovider tests/runs/test_gpu.py || tests_failed=1   # the benchmark still runs
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "gpu_check.sh: no CUDA GPU here; the GPU tests were skipped, benchmark and paper job not run"
   exit 0

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 # pytest-xdist workers share the machine's cores: each gets its share of CPU threads (CI: 2 workers on
@@ -15,6 +16,14 @@ from fedcluster.config.store import compose_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
+# The tiers, each a folder (tests/README.md): unit/ (a component by hand), runs/ (whole runs in process), cli/ (the
+# command, its launchers, sweeps and files), papers/ (the paper presets and numbers), reports/ (the after-run
+# package). A few helpers live in test modules of another tier (test_cli._fedcluster, test_report.make_run,
+# test_every_option.shrink): every tier is on the path, as the one flat folder was.
+TIERS = ("unit", "runs", "cli", "papers", "reports")
+for _tier in TIERS:
+    if str(ROOT / "tests" / _tier) not in sys.path:
+        sys.path.append(str(ROOT / "tests" / _tier))
 
 # Small, fast settings for end-to-end tests of the synthetic default.
 SMALL = ["partition.num_clients=12", "partition.min_samples=20", "partition.max_samples=40",

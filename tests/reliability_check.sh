@@ -342,7 +342,7 @@ kill -CONT $owner; wait $owner; r1=$?
 seeds=$(python -c "import json,yaml,pandas as pd,sys; d=sys.argv[1]; print(yaml.safe_load(open(d+'/config.yaml'))['seed'], json.load(open(d+'/summary.json'))['seed'], sorted(int(s) for s in pd.read_csv(d+'/metrics.csv')['seed'].unique()))" "$paused" 2>&1)
 [ $r1 -eq 0 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [[ "$e2" == *"in use"* ]] && [[ "$e3" == *"in use"* ]] && [ "$seeds" = "0 0 [0]" ] \
   && ok "owner paused (SIGSTOP): same and other config refused, nothing mixed" || bad "paused owner" "r=$r1/$r2/$r3 seeds=$seeds $e2 $e3"
-for trial in 1; do   # tests/test_trust.py repeats it
+for trial in 1; do   # tests/cli/test_trust.py repeats it
   shared="$work/shared_$trial"; pids=()
   for extra in "" "" "" "seed=1" "seed=1"; do
     ("$FC" "${SMALL[@]}" $extra "hydra.run.dir=$shared" > /dev/null 2> "$shared.$RANDOM.err") & pids+=($!)

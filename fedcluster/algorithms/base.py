@@ -91,7 +91,7 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
     reads_features = False      # True: training or prediction calls model(x, with_features=True) (assemble.py checks the model)
     # The attributes that change from round to round and that a checkpoint saves (record.py): a
     # resumed run restores them after `setup`, so everything else must follow from the config
-    # and the data. Declared by each class; tests/test_algorithm_state.py finds undeclared ones.
+    # and the data. Declared by each class; tests/runs/test_algorithm_state.py finds undeclared ones.
     state: Tuple[str, ...] = ()
     host_state: Tuple[str, ...] = ()   # of `state`: per-client Stacks kept in host memory (components.personal_models)
 
@@ -134,7 +134,7 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
     def predictors(self, fed: RunView, split, partner: Optional[torch.Tensor] = None) -> dict:
         """The one scoring hook evaluation calls: every predictor scored for each client on its samples of `split`
         (a ClientSplit), as outputs [N, Nmax, ...]. {"local": outputs}, which no label of `split` may influence
-        (tests/test_label_free_scoring.py; default: each client's `local_models` row), plus, for a method that
+        (tests/runs/test_label_free_scoring.py; default: each client's `local_models` row), plus, for a method that
         can predict more than one way from the same training, {"local:<name>": outputs} (FedEM: mixture and top
         component; IFCA's `label_pick`, its paper code's re-pick of each client's model by the loss on the data
         scored, reported in a column of its own and never scoring the method), so one run reports them all.

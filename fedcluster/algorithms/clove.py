@@ -18,7 +18,7 @@ lr = local_learning_rate, new each round, so Adam's first, bias-corrected step i
 lr * sign(g)). `server_optimizer` / `server_lr` default to train.optimizer / train.lr
 (conf/algorithm/clove.yaml). With server_optimizer=sgd this is line 15 exactly. (Option I
 with one plain SGD step, train.optimizer=sgd train.steps=1, gives the same update on the
-mini-batch: tests/test_clove.py checks that identity.)
+mini-batch: tests/unit/test_clove.py checks that identity.)
 
 Options from §5.2-5.3: models initialised independently or identical; first-round
 assignment by evaluation (as every round) or at random (every model at least one client, as

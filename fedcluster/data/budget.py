@@ -21,9 +21,9 @@ batch's activations (FedAvg 84 MB, local 90, IFCA 76 per client, FeSEM-CAM 184 p
 `fedcluster +preset=cam/table1 hydra.mode=RUN algorithm=A num_clusters=5 partition=cluster_dirichlet
 partition.num_clients=N dataset.train_size=150N dataset.test_size=25N rounds=2 warmup_rounds=1
 eval_every=1`, from before IFCA-CAM's warm-up was its own setting at N = 10 and 40, 2026-11-26). Since issue 56 (plans start from `Rows`, a chunk's rows train
-in place, Adam steps in place) the MLP of tests/test_memory_estimate.py grows by 6.4 copies per FedAvg row
+in place, Adam steps in place) the MLP of tests/unit/test_memory_estimate.py grows by 6.4 copies per FedAvg row
 (2026-11-27), so the check counts 5, below every measured value;
-tests/test_memory_estimate.py measures the same growth for an MLP (14.2-15.5 copies; 15.8-16.7 while the
+tests/unit/test_memory_estimate.py measures the same growth for an MLP (14.2-15.5 copies; 15.8-16.7 while the
 runner held a round's trained rows through the next round's training) and fails
 if it ever falls below the count. Before 2026-11-26, it counted 3
 per client and no rows: 200-client FeSEM-CAM with that CNN passed it at about 5 GB and was killed

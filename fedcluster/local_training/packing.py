@@ -11,7 +11,7 @@ own client's samples at its own schedule's positions, and its optimizer updates 
 the engines already train a round's rows in chunks of any size with the same per-row numbers
 (local_training/clients.py), and a row with fewer steps sits out the others' (a step with no valid sample
 leaves a row and its optimizer state untouched). So a packed row trains to the numbers it trains
-to alone; tests/test_packed_runs.py holds every packable algorithm's metrics byte-identical.
+to alone; tests/cli/test_packed_runs.py holds every packable algorithm's metrics byte-identical.
 
 What must agree for jobs to pack (`pack_key`): the engine, the device, the model's architecture
 and the solver (optimizer with its settings, batch size), the inputs' stored shape, dtype and

@@ -4,7 +4,7 @@ PyTorch's CPU max_pool2d kernel was the largest single cost of scoring LeNet (Le
 30.7 us per sample with nn.MaxPool2d, 9.4 with this, `python benchmarks/microbench.py`); the maximum
 of the four strided sub-grids is about 10x faster forward. The backward pass gives each output's gradient to the first maximal input of its
 window in row-major order, which is what max_pool2d's saved index does, so the two are
-interchangeable bit for bit (tests/test_fast_paths.py).
+interchangeable bit for bit (tests/unit/test_fast_paths.py).
 
 Under autograd the native kernel is used below `MIN_TRAIN_ELEMENTS` input elements: its forward
 and backward together were faster there (1 thread, microseconds per forward + backward, native /

@@ -44,7 +44,7 @@ class Protocol:
 class Identity:
     """The config values a paper table's runs must have: per dotted key, the values the table's
     setting allows (its methods, data sets, model, and the partitions it lays out). `of` builds
-    one; tests/test_report_labels.py composes every preset and checks that its runs are accepted
+    one; tests/reports/test_report_labels.py composes every preset and checks that its runs are accepted
     by its table and that every allowed value comes from a preset or the paper's own table."""
     allowed: Tuple[Tuple[str, Tuple[object, ...]], ...]
 

@@ -1,4 +1,4 @@
-"""Each clustered method's rule for a client that joins after training, in numbers (tests/test_unseen_clients.py runs
+"""Each clustered method's rule for a client that joins after training, in numbers (tests/runs/test_unseen_clients.py runs
 every rule through the CLI's run): CFL's parameter tree, FlexCFL's cold start, FeSEM's E-step on a locally trained
 model, PACFL's principal angles, FedEM's mixture weights alone, and IFCA-CAM's pick by the additive model's loss."""
 import math

@@ -12,7 +12,7 @@ from conftest import make_cfg
 from fedcluster.assemble import make   # what the CLI's build() calls
 from fedcluster.data import budget
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("overrides, rows", [

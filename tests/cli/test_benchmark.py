@@ -12,7 +12,7 @@ import pytest
 
 from fakedata import write_learnable_mnist_like
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "benchmark.py"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import benchmark  # noqa: E402

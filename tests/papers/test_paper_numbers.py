@@ -9,7 +9,7 @@ import pytest
 from fedcluster import tables
 from fedcluster.tables.paper_numbers import CSV, UNBUILT, reported
 
-PAPERS = Path(__file__).resolve().parents[2] / "shared" / "papers"
+PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
 TEXT = {"FedSoft": "fedsoft-aaai2022.txt", "Fed-CAM": "cam-fedcam.txt", "CLoVE": "clove.txt"}
 
 

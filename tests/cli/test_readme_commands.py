@@ -17,10 +17,10 @@ from fedcluster.assemble import build
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # README and docs commands this test leaves out, by one of their arguments (a whole argument), with why
 LEFT_OUT = {
-    "hydra/sweeper=optuna": "needs the optional Optuna sweeper (tests/test_launchers.py)",
-    "hydra/launcher=slurm": "needs the optional submitit launcher and a cluster (tests/test_launchers.py)",
-    "algorithm=fedtrim": "the plugin walk-through's own algorithm (tests/test_plugins.py installs and runs it)",
-    "--help": "no config (tests/test_cli.py)",
+    "hydra/sweeper=optuna": "needs the optional Optuna sweeper (tests/cli/test_launchers.py)",
+    "hydra/launcher=slurm": "needs the optional submitit launcher and a cluster (tests/cli/test_launchers.py)",
+    "algorithm=fedtrim": "the plugin walk-through's own algorithm (tests/cli/test_plugins.py installs and runs it)",
+    "--help": "no config (tests/cli/test_cli.py)",
 }
 BUNDLED = ("synthetic", "digits")
 
@@ -40,7 +40,7 @@ def readme_commands(program: str = "fedcluster", pages=PAGES):
 
 def left_out(command: str) -> bool:
     args = shlex.split(command)[1:]
-    return args[:1] == ["show"] or any(a in LEFT_OUT for a in args)   # `fedcluster show`: tests/test_show.py
+    return args[:1] == ["show"] or any(a in LEFT_OUT for a in args)   # `fedcluster show`: tests/unit/test_show.py
 
 
 def jobs(command: str):

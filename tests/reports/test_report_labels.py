@@ -24,7 +24,7 @@ from conftest import CONF
 # The paper tables' presets. The leaderboard's (preset/leaderboard/) are a grid of every method on every setting
 # under one protocol: they extend a CLoVE preset and file their runs under its table, whose rows the report fills
 # with the methods and partitions that table holds, the others going to the generic table of runs
-# (tests/test_leaderboard.py checks their jobs).
+# (tests/reports/test_leaderboard.py checks their jobs).
 PRESETS = sorted(str(p.relative_to(CONF / "preset").with_suffix("")) for p in (CONF / "preset").rglob("*.yaml")
                  if p.parent.name != "leaderboard" and yaml.safe_load(p.read_text()).get("table", "") is not None)
 # (a preset that says `table: null`, as clove/ls3_participation does, runs a study of its own, not a paper's table)

@@ -16,9 +16,9 @@ from fedcluster.runner import run
 GROUPS = ("dataset", "partition", "model", "algorithm")
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
 PRESETS = sorted(str(f.relative_to(CONF / "preset"))[:-5] for f in (CONF / "preset").rglob("*.yaml"))
-# Presets whose first job is a CLoVE preset's, out of CI's 15 minutes: the leaderboard's parts (tests/test_leaderboard.py
+# Presets whose first job is a CLoVE preset's, out of CI's 15 minutes: the leaderboard's parts (tests/reports/test_leaderboard.py
 # composes every job of them; small_digits and cam, whose settings no other preset has, run here) and
-# clove/ls3_participation (tests/test_participation_table.py composes its jobs)
+# clove/ls3_participation (tests/reports/test_participation_table.py composes its jobs)
 SAME_FIRST_JOB = ("leaderboard/fmnist_images", "leaderboard/fmnist_label_skew1", "leaderboard/fmnist_label_skews_3_4",
                   "leaderboard/small_mnist", "clove/ls3_participation")
 

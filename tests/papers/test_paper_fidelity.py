@@ -23,7 +23,7 @@ def test_synthetic_presets_use_the_authors_variance():
 
 
 def test_table6_preset_sweeps_theta_var():
-    text = (__import__("pathlib").Path(__file__).resolve().parent.parent / "conf/preset/fedsoft/table6_sigma0.yaml").read_text()
+    text = (__import__("pathlib").Path(__file__).resolve().parents[2] / "conf/preset/fedsoft/table6_sigma0.yaml").read_text()
     assert "dataset.theta_var: 1,10,50,100" in text
 
 

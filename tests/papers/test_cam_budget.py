@@ -15,7 +15,7 @@ from fedcluster.runner import run
 from conftest import make_cfg
 from fakedata import write_mnist_like
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAST = ["partition.num_clients=10", "partition.min_samples=4", "rounds=2", "eval_every=1",
         "progress=false", "checkpoint_every=0", "num_clusters=2"]
 LENET = ["model=lenet"]   # runs whose point is not the model: LeNet keeps them short (the presets' CNN runs in test_every_option)

@@ -13,7 +13,7 @@ from fedcluster.runner import run
 from conftest import make_cfg
 from fakedata import write_mnist_like
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from cli_in_process import fedcluster_in_process
 from conftest import SMALL, die_in_round, make_cfg
 from test_cli import SMALL_CLI, _fedcluster
 
-# the small CLI run without its figures: no test here reads one (tests/test_figures.py and test_cli.py do), and
+# the small CLI run without its figures: no test here reads one (tests/reports/test_figures.py and test_cli.py do), and
 # drawing them is a third of a small run's time
 QUIET = [*SMALL_CLI, "progress=false", "plots=false"]
 from test_run_safety import one_line_error, snapshot
