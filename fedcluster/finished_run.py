@@ -1,14 +1,25 @@
 """What a finished run leaves in its directory: metrics.csv, assignments.csv, cluster_sizes.csv,
-participation.csv (where the method samples clients),
+participation.csv (where the method samples clients), communication.csv (what crossed the wire),
 the algorithm's own tables (`Algorithm.artifacts`), figures, and summary.json last (its presence
 marks the run finished)."""
 
 import numpy as np
 
+from .algorithms.wire import totals
 from .run_records.integrity import seal_summary
 from .run_records.io import write_csv, write_json
 from .run_records.record import METRICS_FILE, RunRecord, metrics_table
 from .run_records.summary import summarize
+
+
+def communication_table(rows, num_clients: int):
+    """communication.csv: per round, direction and kind of message, how many clients sent or received it and its
+    bytes, then the megabytes per client of the whole federation so far in that direction (cumulative, over
+    all `num_clients` clients, for figures of accuracy against traffic)."""
+    import pandas as pd
+    frame = pd.DataFrame(rows, columns=["round", "direction", "what", "clients", "bytes"])
+    frame["cumulative_mb_per_client"] = frame.groupby("direction")["bytes"].cumsum() / 2 ** 20 / num_clients
+    return frame
 
 
 def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
@@ -23,12 +34,15 @@ def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
         write_csv(out / "cluster_sizes.csv", pd.DataFrame(record.sizes))
     if record.participation:   # who trained each round, where the method samples clients
         write_csv(out / "participation.csv", pd.DataFrame(record.participation))
+    if record.communication:   # what crossed the wire each round (algorithms/wire.py)
+        write_csv(out / "communication.csv", communication_table(record.communication, fed.num_clients))
     summary = {"run_id": ids["run_id"],
                **summarize(cfg, fed, frame, pd.DataFrame(record.assignments), engine, hw, wall)}
     # median: robust to the first rounds' warm-up
     summary["train_seconds_per_round"] = float(np.median(record.train_seconds)) if record.train_seconds else None
     if peak_mb is not None:
         summary["peak_gpu_memory_mb"] = peak_mb
+    summary["communication"] = {**totals(record.communication), "clients": fed.num_clients}
     if record.participation:
         per_round = pd.DataFrame(record.participation).groupby("round").size()
         summary["clients_per_round"] = float(per_round.mean())
@@ -49,7 +63,7 @@ def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
             write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
     summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
-                                                         "participation.csv",
+                                                         "participation.csv", "communication.csv",
                                                          *(f"{name}.csv" for name in tables)])
     write_json(out / "summary.json", summary)
     RunRecord.drop_checkpoint(out)

@@ -148,6 +148,7 @@ def _write_run(run: SettledRun, reporting: Reporting) -> dict:
                 write_diverged(out, cfg, fed, record, str(e), t, ids)
                 raise
             record.train_seconds.append(time.perf_counter() - tick)
+            record.note_messages(t, alg.messages(t, plan, fed))   # after the round: what it sent is known
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
             if evaluated:

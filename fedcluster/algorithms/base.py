@@ -18,6 +18,7 @@ from ..models.stacked import HOST, Stack, on_device
 from ..rules import CheckedSettings
 from .run_view import RunView
 from .fold import Fold
+from .wire import Message, exchange
 
 
 @dataclass
@@ -122,6 +123,12 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
             raise TypeError(f"{cls.__qualname__} defines {old[0]}(): an algorithm states its aggregation once, as "
                             "aggregation(t, plan, fed) -> Fold (algorithms/fold.py); one written over every trained "
                             "row at once is `@gathered def aggregation(self, t, plan, trained, fed)`")
+
+    def messages(self, t: int, plan: RoundPlan, fed: RunView) -> List[Message]:
+        """What crossed the wire in round t for this plan (algorithms/wire.py), per kind and direction, for the
+        clients that report; asked once the round has trained and aggregated. Default: FedAvg's exchange, each planned row's starting model down and its result
+        up (`wire.exchange`); a method that sends more, less or other things than one model each way says so."""
+        return exchange(plan)
 
     def cluster_models(self) -> Optional[Stack]:
         """[K] models meant to serve whole distributions (None if the method has none)."""

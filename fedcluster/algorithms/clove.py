@@ -37,6 +37,7 @@ from ..rng import derived_seed
 from ..rules import AtLeast, ClientDropout, ClientFraction, Help, OneOf, Positive
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm
+from .wire import cluster_choice_messages, exchange
 
 CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
            "matching": ("hungarian", "none"), "init": ("independent", "identical"),
@@ -124,6 +125,15 @@ class CLoVE(ClusteredAlgorithm):
         # transformed loss vectors (utils/algorithm_utils.py, clustered_federated_training_function).
         model_of_group = match_groups_to_models(groups, vectors, self.matching)
         return torch.as_tensor(model_of_group[groups], device=fed.device)
+
+    def messages(self, t, plan, fed):
+        """Algorithm 1: the server sends the K models to each participating client (line 5), which sends back its
+        loss vector, K losses (lines 6-7); the server tells it the model its group was matched to (line 10), and
+        the client sends back the model it trained from it (Option I, line 13) or its gradient there (Option II,
+        line 12). A random first round sends each client only the model it drew."""
+        if t == 0 and self.first_round == "random":
+            return exchange(plan)
+        return cluster_choice_messages(plan, self.num_clusters, estimates="loss vector")
 
     def embed(self, losses: torch.Tensor) -> torch.Tensor:
         """A client's embedding (§4): its loss vector, or the vector's square roots."""

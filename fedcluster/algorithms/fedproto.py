@@ -13,6 +13,7 @@ from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan
 from .model_tables import keep_trained, personal_models
 from .fold import gathered
+from .wire import Message, value_bytes
 
 WEIGHTINGS = ("clients", "samples")
 
@@ -102,6 +103,16 @@ class FedProto(Algorithm):
             protos.append(p)
             counts.append(c)
         self.prototypes, self.have = aggregate_prototypes(torch.stack(protos), torch.stack(counts), self.weighting)
+
+    def messages(self, t, plan, fed):
+        """No parameters are exchanged (FedProto, Tan et al. AAAI 2022, Algorithm 1): each reporting client
+        downloads the global prototypes (from round 2 on) and uploads its own, as the dense tables this code
+        keeps, C prototypes of the feature size (a class it lacks is a zero row) and C sample counts."""
+        reporting, number = len(plan.clients), value_bytes(self.local)
+        C, width = self.prototypes.shape
+        table = C * width * number
+        down = [Message("global prototypes", "down", reporting, table)] if t > 0 else []
+        return down + [Message("prototypes and counts", "up", reporting, table + C * number)]
 
     def local_models(self, fed):
         return self.local

@@ -11,6 +11,7 @@ from ..rules import AtLeast, Between
 from .base import Algorithm, RunView, RoundPlan
 from .model_tables import personal_models
 from .fold import KeepRows
+from .wire import Message, row_bytes, value_bytes
 
 
 def importance_weights(per_sample_losses: torch.Tensor, sizes: torch.Tensor, smoother: float) -> torch.Tensor:
@@ -86,6 +87,21 @@ class FedSoft(Algorithm):
 
     def aggregation(self, t, plan, fed):
         return KeepRows(self.local, plan.clients, self.average_selections)
+
+    def messages(self, t, plan, fed):
+        """Algorithm 1: every tau rounds the server sends the S centers to all clients (line 3), and each sends
+        back its S importance weights u_ks (line 10); every round the selected clients download the centers (line
+        17; those that just received them in line 3 hold them already) and report their trained w_k (line 17).
+        A client in several selections Sel_s trains and sends once (the union)."""
+        S, size, number = self.num_clusters, row_bytes(self.centers), value_bytes(self.centers)
+        selected = len(plan.clients)
+        messages = []
+        if t % self.tau == 0:
+            messages += [Message(f"{S} centers", "down", fed.num_clients, S * size),
+                         Message("importance weights", "up", fed.num_clients, S * number)]
+        else:
+            messages.append(Message(f"{S} centers", "down", selected, S * size))
+        return messages + [Message("model", "up", selected, size)]
 
     def average_selections(self) -> None:
         """Alg. 1 line 18: c_s = (1/K) sum_{k in Sel_s} w_k."""

@@ -10,6 +10,7 @@ from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm
 from .fold import MixedSums
+from .wire import cluster_choice_messages, exchange
 
 UPDATES = ("mean", "eq6")
 
@@ -57,6 +58,15 @@ class IFCA(ClusteredAlgorithm):
             self.assignment = random_assignment(fed.num_clients, self.num_clusters, g).to(fed.device)
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
+
+    def messages(self, t, plan, fed):
+        """IFCA's Algorithm 1 (model averaging): the server broadcasts the K cluster models to each participating
+        client, which estimates its cluster (the smallest loss, eq. 3), trains from that model and sends back the
+        trained model and its cluster's index. A random first round (first_round=random) sends each client only
+        the model it drew."""
+        if t == 0 and self.first_round == "random":
+            return exchange(plan)
+        return cluster_choice_messages(plan, self.num_clusters, estimates="cluster id")
 
     def aggregation(self, t, plan, fed):
         """`mean`: the clustered means (ClusteredAlgorithm); `eq6`: Fed-CAM eq. (6), Theta_k <- (1 - sum_{i in C_k}

@@ -32,5 +32,9 @@ class LocalOnly(Algorithm):
     def aggregation(self, t, plan, fed):
         return KeepRows(self.local, plan.clients)
 
+    def messages(self, t, plan, fed):
+        """Nothing: every model stays on its client."""
+        return []
+
     def local_models(self, fed):
         return self.local

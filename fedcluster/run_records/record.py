@@ -54,6 +54,7 @@ class RunRecord:
     assignments: List[dict] = field(default_factory=list)
     sizes: List[dict] = field(default_factory=list)
     participation: List[dict] = field(default_factory=list)   # {round, client}: who trained, where a method samples
+    communication: List[dict] = field(default_factory=list)   # {round, direction, what, clients, bytes} (wire.py)
     client_state: Optional[dict] = None   # persistent optimizer state of all clients, when the algorithm keeps it
     next_round: int = 0
     elapsed: float = 0.0                  # seconds spent before the last resume
@@ -64,6 +65,11 @@ class RunRecord:
         `client_dropout`): participation.csv lets a reader check the sample and the dropouts."""
         if getattr(alg, "client_fraction", 1.0) < 1 or getattr(alg, "client_dropout", 0.0) > 0:
             self.participation += [{"round": t, "client": int(c)} for c in torch.unique(plan.clients).tolist()]
+
+    def note_messages(self, t: int, messages) -> None:
+        """What crossed the wire in round t (Algorithm.messages): communication.csv's rows."""
+        self.communication += [{"round": t, "direction": m.direction, "what": m.what, "clients": m.clients,
+                                "bytes": m.bytes} for m in messages]
 
     def client_rows(self, plan, alg, trainer, fed, rows: slice = slice(None)) -> Optional[dict]:
         """The optimizer state of the plan's clients (its rows `rows`) where the algorithm keeps
@@ -96,7 +102,7 @@ class RunRecord:
         alg.load_state_dict(ckpt["algorithm"])
         watch.load_state_dict(ckpt.get("divergence", {}))
         return cls(ckpt["metrics"], ckpt["assignments"], ckpt["cluster_sizes"], ckpt.get("participation", []),
-                   ckpt["client_state"], ckpt["next_round"], ckpt["elapsed"])
+                   ckpt.get("communication", []), ckpt["client_state"], ckpt["next_round"], ckpt["elapsed"])
 
     def save(self, out: Path, fingerprint: str, alg, watch, next_round: int, elapsed: float) -> None:
         """Checkpoint after round next_round - 1 (the one before becomes checkpoint.prev.pt). The metrics so
@@ -106,6 +112,7 @@ class RunRecord:
                                "algorithm": alg.state_dict(), "client_state": self.client_state,
                                "metrics": self.metrics, "assignments": self.assignments,
                                "cluster_sizes": self.sizes, "participation": self.participation,
+                               "communication": self.communication,
                                "divergence": watch.state_dict(),
                                "elapsed": elapsed})
         data = pack_checkpoint(payload, fingerprint, next_round)

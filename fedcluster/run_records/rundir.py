@@ -38,11 +38,12 @@ MANIFEST_FILE = ".fedcluster-files.json"
 # The names every run may write. A user's own files (notes, figures, tables) are never among them, so
 # overwrite, resume and clean-up leave them where they are.
 RUN_FILES = (CONFIG_FILE, SUMMARY_FILE, CHECKPOINT_FILE, PREVIOUS_CHECKPOINT_FILE, "checkpoint.damaged.pt", "run.log",
-             "mlflow_run_id.txt", "metrics.csv", "assignments.csv", "cluster_sizes.csv", "participation.csv", MANIFEST_FILE)
+             "mlflow_run_id.txt", "metrics.csv", "assignments.csv", "cluster_sizes.csv", "participation.csv", "communication.csv",
+             MANIFEST_FILE)
 OWN_DIRS = (".hydra", "tensorboard", "wandb")
 # overwrite=true moves the old run here before the new one writes; it goes back if the new run fails
 SET_ASIDE_DIR = ".fedcluster-replaced"
-FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv", "participation.csv")   # written only as a run finishes (finished_run.py)
+FINAL_TABLES = ("assignments.csv", "cluster_sizes.csv", "participation.csv", "communication.csv")   # written only as a run finishes (finished_run.py)
 
 
 def plain_name(name) -> bool:

@@ -1,0 +1,92 @@
+"""Issue 78: what crosses the wire, counted from what each method sends (algorithms/wire.py): FedAvg sends each
+reporting client the model and gets the trained one back; IFCA and CLoVE send each the K cluster models; a client
+that drops out adds nothing; Local-only sends nothing. Runs composed as the command composes them."""
+import pandas as pd
+import pytest
+
+from conftest import SMALL, make_cfg
+from fedcluster.runner import run
+
+ROUNDS, CLIENTS = 3, 12
+
+
+def model_bytes(cfg) -> int:
+    """P x 4: the float32 parameters of the run's model, counted from the model the run builds."""
+    from fedcluster.assemble import build
+    fed = build(cfg)[1]
+    return sum(v[0].numel() * v.element_size() for v in fed.init_models(1, "centers").values())
+
+
+def finished(tmp_path, name, *overrides, base=SMALL):
+    cfg = make_cfg(base + ["checkpoint_every=0", *overrides])
+    summary = run(cfg, tmp_path / name)
+    return cfg, summary, pd.read_csv(tmp_path / name / "communication.csv") \
+        if (tmp_path / name / "communication.csv").exists() else None
+
+
+def test_fedavg_sends_the_model_down_and_up_to_every_client_every_round(tmp_path):
+    cfg, summary, table = finished(tmp_path, "fedavg", "algorithm=fedavg")
+    size = model_bytes(cfg)
+    assert summary["communication"] == {"bytes_down": ROUNDS * CLIENTS * size, "bytes_up": ROUNDS * CLIENTS * size,
+                                        "clients": CLIENTS}
+    assert set(table["what"]) == {"model"} and (table["clients"] == CLIENTS).all()
+    last = table.groupby("direction")["cumulative_mb_per_client"].last()
+    assert last["down"] == pytest.approx(ROUNDS * size / 2 ** 20)
+
+
+@pytest.mark.parametrize("algorithm,extra", [("ifca", 0), ("clove", 1)])
+def test_ifca_and_clove_send_k_times_fedavgs_models_down(tmp_path, algorithm, extra):
+    """K models to each client a round; CLoVE's server also tells each client its model (one number: `extra`)."""
+    _, fedavg, _ = finished(tmp_path, "fedavg", "algorithm=fedavg")
+    cfg, summary, table = finished(tmp_path, algorithm, f"algorithm={algorithm}", "num_clusters=3")
+    K, number = 3, 4
+    assert summary["communication"]["bytes_down"] == \
+        K * fedavg["communication"]["bytes_down"] + extra * ROUNDS * CLIENTS * number
+    models = table[table["what"] == f"{K} cluster models"]
+    assert models["bytes"].sum() == K * fedavg["communication"]["bytes_down"]
+    reported = {"ifca": "cluster id", "clove": "loss vector"}[algorithm]
+    per_client = table[(table["what"] == reported) & (table["direction"] == "up")]
+    assert (per_client["bytes"] == CLIENTS * number * (K if algorithm == "clove" else 1)).all()
+
+
+def test_a_client_that_drops_out_adds_nothing(tmp_path):
+    cfg, summary, table = finished(tmp_path, "dropout", "algorithm=fedavg", "algorithm.client_dropout=0.4")
+    reported = pd.read_csv(tmp_path / "dropout" / "participation.csv").groupby("round").size()
+    assert reported.sum() < ROUNDS * CLIENTS   # some client dropped out
+    assert summary["communication"]["bytes_up"] == summary["communication"]["bytes_down"] == \
+        reported.sum() * model_bytes(cfg)
+    assert table.groupby("round")["clients"].max().tolist() == reported.tolist()
+
+
+def test_local_only_sends_nothing(tmp_path):
+    _, summary, table = finished(tmp_path, "local", "algorithm=local")
+    assert summary["communication"] == {"bytes_down": 0, "bytes_up": 0, "clients": CLIENTS} and table is None
+
+
+def test_fedsoft_sends_the_centers_to_every_client_every_tau_rounds(tmp_path):
+    """FedSoft's Algorithm 1: rounds 0 and 2 (tau = 2) send the S centers to all clients and take back S
+    importance weights from each; round 1 sends them to the selected clients only; every round the selected
+    clients send back one model each."""
+    S = 2
+    cfg, summary, table = finished(tmp_path, "fedsoft", "algorithm=fedsoft", "algorithm.selection_size=6",
+                                   "algorithm.tau=2", f"num_clusters={S}")
+    size = model_bytes(cfg)
+    rows = {(r["round"], r["direction"], r["what"]): r for r in table.to_dict("records")}
+    for t in (0, 2):
+        assert rows[(t, "down", f"{S} centers")]["clients"] == CLIENTS
+        assert rows[(t, "down", f"{S} centers")]["bytes"] == CLIENTS * S * size
+        assert rows[(t, "up", "importance weights")]["bytes"] == CLIENTS * S * 4
+    selected = rows[(1, "up", "model")]["clients"]
+    assert 6 <= selected <= min(CLIENTS, S * 6) and rows[(1, "up", "model")]["bytes"] == selected * size
+    assert rows[(1, "down", f"{S} centers")]["bytes"] == selected * S * size
+    assert (1, "up", "importance weights") not in rows
+
+
+def test_fedproto_sends_prototypes_and_no_parameters(tmp_path, fmnist_root):
+    from conftest import IMAGE_SKEW
+    cfg, summary, table = finished(tmp_path, "fedproto", f"dataset.root={fmnist_root}", "algorithm=fedproto",
+                                   base=IMAGE_SKEW)
+    assert set(table["what"]) == {"global prototypes", "prototypes and counts"}
+    up = table[table["direction"] == "up"]["bytes"].tolist()
+    assert len(set(up)) == 1 and up[0] < model_bytes(cfg)   # far less than a model: C x feature size + C
+    assert table[(table["round"] == 0) & (table["direction"] == "down")].empty   # no global prototypes yet
