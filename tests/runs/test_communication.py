@@ -24,8 +24,14 @@ def finished(tmp_path, name, *overrides, base=SMALL):
         if (tmp_path / name / "communication.csv").exists() else None
 
 
-def test_fedavg_sends_the_model_down_and_up_to_every_client_every_round(tmp_path):
-    cfg, summary, table = finished(tmp_path, "fedavg", "algorithm=fedavg")
+@pytest.fixture(scope="module")
+def fedavg(tmp_path_factory):
+    """(cfg, summary, communication.csv) of one FedAvg run, every client reporting every round."""
+    return finished(tmp_path_factory.mktemp("fedavg"), "fedavg", "algorithm=fedavg")
+
+
+def test_fedavg_sends_the_model_down_and_up_to_every_client_every_round(fedavg):
+    cfg, summary, table = fedavg
     size = model_bytes(cfg)
     assert summary["communication"] == {"bytes_down": ROUNDS * CLIENTS * size, "bytes_up": ROUNDS * CLIENTS * size,
                                         "clients": CLIENTS}
@@ -35,9 +41,9 @@ def test_fedavg_sends_the_model_down_and_up_to_every_client_every_round(tmp_path
 
 
 @pytest.mark.parametrize("algorithm,extra", [("ifca", 0), ("clove", 1)])
-def test_ifca_and_clove_send_k_times_fedavgs_models_down(tmp_path, algorithm, extra):
+def test_ifca_and_clove_send_k_times_fedavgs_models_down(tmp_path, fedavg, algorithm, extra):
     """K models to each client a round; CLoVE's server also tells each client its model (one number: `extra`)."""
-    _, fedavg, _ = finished(tmp_path, "fedavg", "algorithm=fedavg")
+    fedavg = fedavg[1]
     cfg, summary, table = finished(tmp_path, algorithm, f"algorithm={algorithm}", "num_clusters=3")
     K, number = 3, 4
     assert summary["communication"]["bytes_down"] == \
