@@ -11,6 +11,8 @@ from ..rules import MAX_COUNT, Between, OneOf
 from .base import Algorithm, RoundPlan, concat_plans
 from .model_tables import for_clients, global_mean_fold
 from .fold import Parts
+from .wire import Message, exchange, row_bytes
+from ..models.rows import count_rows
 
 WARMUPS = ("fedavg", "base")
 
@@ -93,6 +95,21 @@ class CAM(Algorithm):
         cluster_plan, global_plan = plan.parts
         return Parts([(len(cluster_plan.clients), self.base.aggregation(t, cluster_plan, fed)),
                       (len(global_plan.clients), global_mean_fold(global_plan.clients, fed, set_global))])   # eq. (9)
+
+    def messages(self, t, plan, fed):
+        """Fed-CAM Algorithm 1's traffic: in a FedAvg warm-up, Theta_g down and each trained copy up; in the base's
+        warm-up, the base's own exchange; afterwards the base method's messages for the cluster models (IFCA-CAM: the
+        K cluster models down, each client's cluster id and theta_i up) and the global model, Theta_g down and
+        theta_i^0 up (eqs. 8-9), to and from the same clients."""
+        phase = self.phase(t)
+        if phase == "fedavg":
+            return exchange(plan)
+        if phase == "base":
+            return self.base.messages(t, plan, fed)
+        cluster_plan, global_plan = plan.parts
+        rows, size = count_rows(global_plan.start), row_bytes(global_plan.start)
+        return self.base.messages(t, cluster_plan, fed) + [Message("global model", "down", rows, size),
+                                                           Message("global model", "up", rows, size)]
 
     def predictors(self, fed, split, partner=None):
         """eq. (1), h + f, for every predictor of the base method (its "local", and its labelled picks such as

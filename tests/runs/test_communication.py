@@ -96,3 +96,16 @@ def test_fedproto_sends_prototypes_and_no_parameters(tmp_path, fmnist_root):
     up = table[table["direction"] == "up"]["bytes"].tolist()
     assert len(set(up)) == 1 and up[0] < model_bytes(cfg)   # far less than a model: C x feature size + C
     assert table[(table["round"] == 0) & (table["direction"] == "down")].empty   # no global prototypes yet
+
+
+def test_ifca_cam_sends_fedavgs_model_in_warm_up_then_ifcas_messages_and_the_global_model(tmp_path, fedavg):
+    """Fed-CAM Algorithm 1 with a one-round FedAvg warm-up: round 1 is FedAvg's exchange; rounds 2-3 send IFCA's K
+    cluster models and take back the cluster id and theta_i, and send Theta_g down and theta_i^0 up."""
+    K, number = 3, 4
+    cfg, summary, table = finished(tmp_path, "ifca_cam", "algorithm=ifca_cam", "algorithm.warmup_rounds=1",
+                                   f"num_clusters={K}")
+    per_round = fedavg[1]["communication"]["bytes_down"] // ROUNDS   # one model to each client
+    assert summary["communication"]["bytes_down"] == per_round + (ROUNDS - 1) * (K + 1) * per_round
+    assert summary["communication"]["bytes_up"] == per_round + (ROUNDS - 1) * (2 * per_round + CLIENTS * number)
+    assert set(table[table["round"] == 0]["what"]) == {"model"}
+    assert set(table[table["round"] == 2]["what"]) == {f"{K} cluster models", "cluster id", "model", "global model"}
