@@ -35,16 +35,19 @@ class Message:
         return self.clients * self.bytes_each
 
 
+def _tensors(stack):
+    """The tensors of a Stack, or of the stack a Rows reads from (no rows copied)."""
+    return (stack.source if isinstance(stack, Rows) else stack).values()
+
+
 def row_bytes(stack) -> int:
     """The bytes of one row (one model) of a Stack or Rows: each tensor's elements per row x its dtype's size."""
-    source = stack.source if isinstance(stack, Rows) else stack
-    return sum(v[0].numel() * v.element_size() for v in source.values())
+    return sum(v[0].numel() * v.element_size() for v in _tensors(stack))
 
 
 def value_bytes(stack) -> int:
     """The size of one number of the models (4 for float32), for messages of plain numbers (losses, ids)."""
-    source = stack.source if isinstance(stack, Rows) else stack
-    return next(iter(source.values())).element_size()
+    return next(iter(_tensors(stack))).element_size()
 
 
 def exchange(plan) -> List[Message]:
