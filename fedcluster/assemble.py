@@ -263,6 +263,10 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
     per_sample = activation_numel(build_model, in_shape)
     element_size = torch.empty(0, dtype=hw.torch_dtype).element_size()
     algorithm = make(cfg.algorithm)
+    privacy = make(cfg.privacy) if "privacy" in cfg else None
+    refusal = algorithm.client_dp_refusal() if getattr(privacy, "active", False) else None
+    if refusal:
+        raise ConfigError(f"privacy=client_dp is refused for algorithm={cfg.algorithm.name}: {refusal}")
 
     def fits(num_clients, train_width, test_width):
         batch = min(cfg.train.batch_size or train_width, train_width)
@@ -288,7 +292,8 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
     check_model_features(model, data, cfg, algorithm)
     fed = RunView(data, model, lambda: build_model(), cfg.seed, hw.torch_device, hw.torch_dtype,
                      batch_size=cfg.train.batch_size, newcomers=newcomers,
-                     newcomer_ids=tuple(clients.unseen_ids))
+                     newcomer_ids=tuple(clients.unseen_ids),
+                     privacy=privacy if getattr(privacy, "active", False) else None)
     t = cfg.train
     optimizer = build_optimizer(t.optimizer, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
     trainer = LocalTrainer(model, data.task, optimizer, t.epochs, t.batch_size, t.steps,

@@ -6,6 +6,7 @@ marks the run finished)."""
 import numpy as np
 
 from .algorithms.wire import totals
+from .privacy.ledger import privacy_summary
 from .run_records.integrity import seal_summary
 from .run_records.io import write_csv, write_json
 from .run_records.record import METRICS_FILE, RunRecord, metrics_table
@@ -43,6 +44,8 @@ def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
     if peak_mb is not None:
         summary["peak_gpu_memory_mb"] = peak_mb
     summary["communication"] = {**totals(record.communication), "clients": fed.num_clients}
+    if fed.private:   # privacy=client_dp: the mechanism, epsilon at the run's delta, what it covers (privacy/ledger.py)
+        summary["privacy"] = privacy_summary(alg, fed, cfg.rounds, record.communication)
     if record.participation:
         per_round = pd.DataFrame(record.participation).groupby("round").size()
         summary["clients_per_round"] = float(per_round.mean())

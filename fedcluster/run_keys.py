@@ -87,7 +87,7 @@ class RunKeys:
                                          "paper's numbers beside it)")] = None
 
 
-GROUPS = ("dataset", "partition", "model", "algorithm", "hardware")   # composed from conf/<group>/, in this order
+GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "privacy")   # composed from conf/<group>/, in this order
 LOGGER_HELP = "trackers: {name: options} (logger=tensorboard, logger=[tensorboard,mlflow]); fedcluster/loggers"
 
 

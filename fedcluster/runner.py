@@ -28,6 +28,7 @@ from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .run_records.identity import accepted_fingerprints, config_fingerprint
 from .run_records.integrity import seal_summary
 from .config.composition import check_declared
+from .privacy.ledger import privacy_rows
 from .evaluation import ari_rows, assignment_rows, cluster_size_rows, evaluate, round_start_rows
 from .run_records.io import write_csv, write_json, write_text
 from .loggers import make_loggers
@@ -149,6 +150,7 @@ def _write_run(run: SettledRun, reporting: Reporting) -> dict:
                 raise
             record.train_seconds.append(time.perf_counter() - tick)
             record.note_messages(t, alg.messages(t, plan, fed))   # after the round: what it sent is known
+            record.metrics += privacy_rows(t, alg, fed)   # epsilon so far, under privacy=client_dp
             record.sizes += cluster_size_rows(t, alg)
             record.metrics += ari_rows(t, alg, fed.data)
             if evaluated:
@@ -224,6 +226,9 @@ def train_round(t: int, plan, run: SettledRun) -> None:
     dropped before the next trains, unless the aggregation gathers every row."""
     alg, fed, record = run.alg, run.fed, run.record
     aggregation = alg.aggregation(t, plan, fed)
+    if len(plan.clients) == 0:   # a Poisson sample (privacy=client_dp) may draw no client: the release is noise alone
+        aggregation.finish()
+        return
     losses = []
     for rows, result in client_chunks(t, plan, run.trainer, fed.data.train, run.engine, run.seed, run.chunk,
                                       record.state_of(plan, alg, run.trainer, fed)):

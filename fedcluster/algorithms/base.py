@@ -123,6 +123,22 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
             raise TypeError(f"{cls.__qualname__} defines {old[0]}(): an algorithm states its aggregation once, as "
                             "aggregation(t, plan, fed) -> Fold (algorithms/fold.py); one written over every trained "
                             "row at once is `@gathered def aggregation(self, t, plan, trained, fed)`")
+        if "aggregation" in cls.__dict__ and "client_dp_refusal" not in cls.__dict__:
+            # a new aggregation is not the private mean its base's may be: client_dp is refused until the class says
+            cls.client_dp_refusal = Algorithm.client_dp_refusal
+
+    def client_dp_refusal(self) -> Optional[str]:
+        """Why privacy=client_dp is refused for this method (None: its aggregation is DP-FedAvg's private mean, by
+        RunView.mean_fold). A class that states its own `aggregation` is refused unless it says otherwise here."""
+        return "its aggregation is not a mean of its clients' updates, so DP-FedAvg's mechanism does not apply to it"
+
+    def client_dp_release(self, fed: RunView):
+        """The method's private release (privacy.Release): each client takes part with probability
+        `client_fraction` (Poisson, RunView.sample_clients), each of the K models' means divides by the expected
+        number of its clients, q N / K, and a client's update enters one model's sum."""
+        from ..privacy import Release
+        rate = float(getattr(self, "client_fraction", 1.0))
+        return Release(rate, rate * fed.num_clients / max(1, int(getattr(self, "num_clusters", 1) or 1)))
 
     def messages(self, t: int, plan: RoundPlan, fed: RunView) -> List[Message]:
         """What crossed the wire in round t for this plan (algorithms/wire.py), per kind and direction, for the

@@ -7,7 +7,6 @@ from ..errors import ConfigError
 from ..models.rows import rows_of
 from ..models.stacked import Stack, repeat
 from .base import Algorithm
-from .fold import WeightedMeans
 
 INITS = ("independent", "identical")
 FIRST_ROUNDS = ("evaluation", "random")
@@ -39,8 +38,13 @@ class ClusteredAlgorithm(Algorithm):
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
 
     def aggregation(self, t, plan, fed):
-        return WeightedMeans(self.assignment[plan.clients], fed.sizes[plan.clients].double(),
-                             lambda means: self.merged(means, fed))
+        """Each cluster's n_i-weighted mean of its clients' results, taken by `merge`; under privacy=client_dp,
+        DP-FedAvg's private mean of their updates, one for each of the K models (RunView.mean_fold)."""
+        return fed.mean_fold(t, plan, self.assignment[plan.clients], fed.sizes[plan.clients].double(), self.centers,
+                             lambda means: self.merged(means, fed), self.client_dp_release(fed))
+
+    def client_dp_refusal(self):
+        return None
 
     def merged(self, means, fed) -> None:
         """Each cluster with clients this round takes `merge` of its clients' mean ({j: mean})."""

@@ -7,7 +7,7 @@ from ..local_training.forward import outputs_on_clients
 from ..local_training.terms import Proximal
 from ..rules import AtLeast, ClientDropout, ClientFraction
 from .base import Algorithm, RoundPlan
-from .model_tables import copies, for_clients, global_mean_fold
+from .model_tables import copies, for_clients
 
 
 class FedAvg(Algorithm):
@@ -29,7 +29,14 @@ class FedAvg(Algorithm):
         return RoundPlan(clients, for_clients(self.global_model, clients))
 
     def aggregation(self, t, plan, fed):
-        return global_mean_fold(plan.clients, fed, lambda mean: setattr(self, "global_model", mean))
+        """The n_k-weighted mean of the round's models (McMahan et al. 2017, eq. 1); under privacy=client_dp,
+        DP-FedAvg's private mean of their updates (RunView.mean_fold)."""
+        return fed.mean_fold(t, plan, torch.zeros_like(plan.clients), fed.sizes[plan.clients].double(),
+                             self.global_model, lambda means: setattr(self, "global_model", means[0]),
+                             self.client_dp_release(fed))
+
+    def client_dp_refusal(self):
+        return None
 
     def cluster_models(self):
         return self.global_model

@@ -86,7 +86,36 @@ class FedSoft(Algorithm):
                          keep_client_state=self.keep_client_state)
 
     def aggregation(self, t, plan, fed):
+        if fed.private:
+            return KeepRows(self.local, plan.clients, lambda: self.private_centers(t, fed))
         return KeepRows(self.local, plan.clients, self.average_selections)
+
+    def client_dp_refusal(self):
+        if self.replacement:
+            return ("replacement=true lets one client count many times in a center's selection, so one client's "
+                    "share of a center is not bounded; allowed with privacy=client_dp: replacement=false")
+        return None
+
+    def client_dp_release(self, fed):
+        """Each center s averages its `selection_size` selected clients (line 18), a denominator fixed in advance;
+        a client can be in all S selections, so it enters S sums. The selections are drawn from the importance
+        weights (eq. 6), not as a uniform sample: no credit for sampling (rate 1)."""
+        from ..privacy import Release
+        return Release(1.0, float(self.selection_size), contributions=self.num_clusters)
+
+    def private_centers(self, t, fed) -> None:
+        """Alg. 1 line 18 under privacy=client_dp: c_s <- c_s + (sum_{k in Sel_s} clip(w_k - c_s) + noise) /
+        selection_size, each center's sum noised from the round's stream (privacy/mechanism.py)."""
+        release, mechanism = self.client_dp_release(fed), fed.privacy
+        sums = {k: torch.zeros_like(c) for k, c in self.centers.items()}
+        for s in range(self.num_clusters):
+            chosen = self.selection[s]
+            deviations = {k: v[chosen.to(v.device)].to(self.centers[k].device) - self.centers[k][s]
+                          for k, v in self.local.items()}
+            for k, v in mechanism.clip(deviations).items():
+                sums[k][s] = v.sum(0)
+        noised = mechanism.noised_means(sums, release, fed.generator("client-dp", t))
+        self.centers = {k: c + noised[k] for k, c in self.centers.items()}
 
     def messages(self, t, plan, fed):
         """Algorithm 1: every tau rounds the server sends the S centers to all clients (line 3), and each sends

@@ -84,6 +84,12 @@ class IFCA(ClusteredAlgorithm):
                             for k, c in centers.items()}
         return MixedSums(w, done)
 
+    def client_dp_refusal(self):
+        if self.update == "eq6":
+            return ("update=eq6 moves each cluster model by its share of all the data, not by a mean of its clients' "
+                    "updates; allowed with privacy=client_dp: update=mean")
+        return None
+
     def newcomer_models(self, fed, newcomers):
         """IFCA's assignment rule (its eq. 3, the one every client follows each round): the cluster model
         with the smallest mean loss on the newcomer's training data."""

@@ -36,5 +36,8 @@ class LocalOnly(Algorithm):
         """Nothing: every model stays on its client."""
         return []
 
+    def client_dp_refusal(self):
+        return "its updates never leave the client, so there is nothing for client-level DP to protect"
+
     def local_models(self, fed):
         return self.local

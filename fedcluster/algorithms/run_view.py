@@ -8,6 +8,7 @@ from ..data import FederatedData
 from ..local_training.forward import losses_on_clients
 from ..models.stacked import Stack, init_stack
 from ..rng import derived_seed, generator
+from .fold import WeightedMeans
 
 
 @dataclass
@@ -29,6 +30,9 @@ class RunView:
     newcomer_ids: Tuple[int, ...] = ()   # their ids in the partition (the trained clients are renumbered 0..N-1)
     # the run's local training of a plan's rows on these clients' data (given to the newcomer view only: `train`)
     local_training: Optional[Callable] = None
+    # the run's privacy mechanism (conf/privacy/, fedcluster/privacy): None or inactive, every method aggregates as
+    # its paper states; ClientDP: a mean of the clients' results is DP-FedAvg's private mean (`mean_fold`)
+    privacy: Optional[object] = None
 
     def with_offsets(self, offsets: Optional[torch.Tensor]) -> "RunView":
         """A view in which every loss on training data is of offsets + model (CAM's eq. 2)."""
@@ -74,6 +78,16 @@ class RunView:
     def init_models(self, count: int, purpose: str) -> Stack:
         return init_stack(self.build_model, count, derived_seed(self.seed, purpose), self.device, self.dtype)
 
+    def mean_fold(self, t: int, plan, groups: torch.Tensor, weights: torch.Tensor, models: Stack, done, release):
+        """The round's mean of its clients' results, one per group (`groups` [M] indexes the K rows of `models`,
+        the models the rows trained from): the `weights`-weighted means (fold.WeightedMeans) or, under
+        privacy=client_dp, DP-FedAvg's private means of the updates (private_means.py, `release` the
+        method's declaration, Algorithm.client_dp_release), noised from the round's own stream."""
+        if not self.private:
+            return WeightedMeans(groups, weights, done)
+        from .private_means import PrivateMeans
+        return PrivateMeans(plan, groups, models, self.privacy, release, self.generator("client-dp", t), done)
+
     def generator(self, purpose: str, *keys: int) -> torch.Generator:
         return generator(self.seed, purpose, *keys)
 
@@ -87,20 +101,29 @@ class RunView:
         losses = self.train_losses(models).masked_fill(~self.data.train.mask.unsqueeze(0), 0.0)
         return (losses.sum(2) / self.sizes.clamp_min(1).to(losses.dtype)).T
 
+    @property
+    def private(self) -> bool:
+        return bool(getattr(self.privacy, "active", False))
+
     def sample_clients(self, fraction: float, t: int, dropout: float = 0.0) -> torch.Tensor:
         """The clients that report in round t: a random subset of round(fraction * N) clients (all when
         fraction = 1), less those that drop out. Each sampled client drops out with chance `dropout` (the
         method's client_dropout), from its own seeded stream, so the sample is the same with and without
-        dropouts; at least one client reports (the one whose draw is highest)."""
+        dropouts; at least one client reports (the one whose draw is highest). Under privacy=client_dp the
+        sample is Poisson, as DP-FedAvg's accounting assumes: each client takes part with probability
+        `fraction`, independently (a round may then have none), and no client is kept back from dropping out."""
         N = self.num_clients
         m = max(1, round(fraction * N))
-        if m >= N:
+        if self.private and fraction < 1:
+            chosen = torch.nonzero(torch.rand(N, generator=self.generator("participation", t)) < fraction).squeeze(1)
+        elif m >= N:
             chosen = torch.arange(N)
         else:
             chosen = torch.sort(torch.randperm(N, generator=self.generator("participation", t))[:m]).values
         if dropout > 0:
             draws = torch.rand(len(chosen), generator=self.generator("dropout", t))
             stays = draws >= dropout
-            stays[int(draws.argmax())] = True
+            if not self.private and len(chosen):
+                stays[int(draws.argmax())] = True
             chosen = chosen[stays]
         return chosen.to(self.device)

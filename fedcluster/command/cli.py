@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import signals
 from . import sweep
 from ..config.store import GROUP_PACKAGES, config_dir, register_resolvers, register_schemas
+from ..run_keys import GROUPS   # the groups `--help` lists, as the config composes them
 from ..errors import ConfigError, DataNotFoundError, NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
 from .sweep import REFUSAL_KEY, JobOutcome, Sweep
 from .swept_groups import per_job
@@ -161,7 +162,6 @@ def run_job(cfg: DictConfig, hc, train_with=None):
     return JobOutcome("finished", out, objective) if multirun else objective
 
 
-GROUPS = ("dataset", "partition", "model", "algorithm", "hardware")
 
 
 def _first_line(conf: Path, group: str, option: str, width: int = 100) -> str:

@@ -3,7 +3,7 @@ the config groups whose options a user (or a plugin) adds."""
 import os
 from pathlib import Path
 
-GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "logger")
+GROUPS = ("dataset", "partition", "model", "algorithm", "hardware", "privacy", "logger")
 
 
 def config_dir() -> Path:

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from .. import algorithms, data, hardware, loggers, models, partitions
+from .. import algorithms, data, hardware, loggers, models, partitions, privacy
 from .conf_dir import config_dir
 from ..run_records.identity import NAME_EXCLUDED_KEYS
 from .schema import config_type, schema_of
@@ -31,7 +31,7 @@ from ..run_keys import GROUPS, run_keys
 # that a yaml of the config folder builds from (`- /schemas/<group>/<ClassName>@...`), or a plugin's class;
 # `option_classes` finds them so, the one way for every group, with no hand list.
 GROUP_PACKAGES = {"dataset": data, "partition": partitions, "model": models, "algorithm": algorithms,
-                  "hardware": hardware, "logger": loggers}
+                  "hardware": hardware, "privacy": privacy, "logger": loggers}
 _SCHEMA_LINE = re.compile(r"/schemas/(\w+)/(\w+)")
 
 
@@ -55,7 +55,7 @@ def option_classes(group: str, conf: Optional[Path] = None) -> list:
     return sorted(dict.fromkeys(found), key=lambda c: (c.__module__, c.__name__))
 
 
-UNNAMED = ("hardware", "logger")   # groups whose options carry no `name` label
+UNNAMED = ("hardware", "privacy", "logger")   # groups whose options carry no `name` label
 
 
 def _structured(name: str, declared, leading=()):

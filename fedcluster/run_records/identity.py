@@ -34,7 +34,8 @@ NEUTRAL_ADDED_KEYS = {("eval_round_start_train",): False, ("dataset", "normalize
                       ("partition", "pool_class_counts"): None,   # 2026-11-28, label skew 3
                       ("algorithm", "keep_client_state"): True,   # 2026-11-28 on local-only (FedSoft's had it before)
                       ("algorithm", "client_fraction"): 1.0,      # 2026-11-28 on FeSEM and CFL (the others had it)
-                      ("algorithm", "base", "client_fraction"): 1.0}   # and so on FeSEM-CAM's base
+                      ("algorithm", "base", "client_fraction"): 1.0,   # and so on FeSEM-CAM's base
+                      ("privacy",): {"_target_": "fedcluster.privacy.NoPrivacy"}}   # 2026-12-03, client-level DP
 # A key added to some options of a group only: neutral there alone (its sibling key has one of these values), so
 # the runs that always carried it (FedSoft's keep_client_state, FedAvg's client_fraction) keep theirs.
 NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", ("fedcluster.algorithms.LocalOnly",)),

@@ -29,6 +29,7 @@ def test_table6_preset_sweeps_theta_var():
 
 class _Fed:
     """The few RunView pieces FedSoft.plan reads."""
+    private = False
     def __init__(self, n, u_col):
         self.num_clients, self.sizes = n, torch.full((n,), 10)
         self.device, self.dtype = torch.device("cpu"), torch.float32

@@ -5,6 +5,7 @@ import torch
 from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms import IFCA, FedAvg, FedProx, FedSoft
 from fedcluster.algorithms.base import RoundPlan
+from fedcluster.algorithms.run_view import RunView
 from fedcluster.local_training.terms import Proximal
 from fedcluster.algorithms.fedsoft import importance_weights, selection_probabilities
 
@@ -30,7 +31,10 @@ def test_selection_probabilities_eq6():
 
 
 class _Fed:
-    """Just enough of a RunView for aggregation rules."""
+    """Just enough of a RunView for aggregation rules (its mean fold is the RunView's own, without privacy)."""
+    private = False
+    mean_fold = RunView.mean_fold
+
     def __init__(self, sizes):
         self.sizes = torch.tensor(sizes)
         self.device = torch.device("cpu")
@@ -73,6 +77,7 @@ def test_ifca_assigns_min_mean_loss():
 
 def test_fedavg_weighted_average_and_fedprox_coefficients():
     alg = FedAvg()
+    alg.global_model = {"w": torch.zeros(1, 2)}   # as setup leaves it: the model the round's clients trained from
     trained = {"w": torch.tensor([[1.0, 0.0], [4.0, 3.0]])}
     aggregate_at_once(alg.aggregation(0, RoundPlan(torch.tensor([0, 1]), None), _Fed([1, 2])), trained)
     assert torch.allclose(alg.global_model["w"], torch.tensor([[3.0, 2.0]]))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import torch
 
+from fedcluster.algorithms.run_view import RunView
 from fedcluster.algorithms.fold import aggregate_at_once
 from fedcluster.algorithms.cfl import bipartition, flat_updates, split_criterion
 from fedcluster.algorithms.clove import cluster_vectors, match_groups_to_models
@@ -100,7 +101,11 @@ def test_option2_gradient_averaging_is_one_sgd_step_then_model_averaging():
 
 
 class _LossFed:
-    """A stand-in RunView whose clients report fixed loss vectors."""
+    """A stand-in RunView whose clients report fixed loss vectors (its mean fold is the RunView's own, without
+    privacy)."""
+    private = False
+    mean_fold = RunView.mean_fold
+
     def __init__(self, losses):
         self.losses = torch.as_tensor(losses, dtype=torch.float64)
         self.num_clients = len(self.losses)
