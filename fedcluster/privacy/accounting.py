@@ -55,3 +55,17 @@ def epsilon(rate: float, noise_multiplier: float, delta: float, rounds: int) -> 
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
     orders, rdp = _one_round(float(rate), float(noise_multiplier))
     return float(compute_epsilon(orders, rounds * rdp, delta)[0])
+
+
+def epsilon_pld(rate: float, noise_multiplier: float, delta: float, rounds: int) -> float:
+    """The same rounds' epsilon from dp-accounting's privacy loss distribution accountant (pessimistic
+    discretisation: still an upper bound, and tighter than RDP's: 7.13 against 8.00 at q = 0.1, z = 0.994, 100
+    rounds; docs/privacy.md). Seconds a call, so summary.json gives it once, beside the per-round RDP value."""
+    if rounds <= 0:
+        return 0.0
+    if noise_multiplier <= 0:
+        return math.inf
+    from dp_accounting.pld import PLDAccountant
+    accountant = PLDAccountant()
+    accountant.compose(round_event(rate, noise_multiplier), rounds)
+    return float(accountant.get_epsilon(delta))

@@ -3,7 +3,7 @@
 honestly what it covers: the models the server releases, and not the other messages the method sends)."""
 from typing import List
 
-from .accounting import epsilon
+from .accounting import epsilon, epsilon_pld
 
 UPDATES = ("model", "gradient")   # the messages the mechanism's clipping and noise act on (algorithms/wire.py)
 COVERS = ("the models the server releases every round (to the clients, and at the end of the run), each computed "
@@ -32,5 +32,7 @@ def privacy_summary(alg, fed, rounds: int, communication: List[dict]) -> dict:
     not_covered = [f"{what} (sent by each client, unnoised)" for what in other]
     if other:
         not_covered.append("the server's choices made from them (which clients each model averages)")
-    described = fed.privacy.describe(alg.client_dp_release(fed), epsilon_after(rounds - 1, alg, fed))
-    return {**described, "covers": COVERS, "not_covered": not_covered}
+    release = alg.client_dp_release(fed)
+    described = fed.privacy.describe(release, epsilon_after(rounds - 1, alg, fed))
+    tighter = epsilon_pld(release.rate, fed.privacy.noise_multiplier, fed.privacy.delta, rounds)
+    return {**described, "epsilon_pld": tighter, "covers": COVERS, "not_covered": not_covered}

@@ -88,6 +88,7 @@ class ClientDP(CheckedSettings, group="privacy"):
         """summary.json's `privacy`, less what the method's messages say is covered (finished_run.py)."""
         return {"mechanism": self.mechanism, "epsilon": epsilon, "delta": self.delta,
                 "noise_multiplier": self.noise_multiplier, "clip_norm": self.clip_norm,
-                "adjacency": "add or remove one client", "accountant": "dp-accounting RDP",
+                "adjacency": "add or remove one client",
+                "accountant": "dp-accounting RDP (epsilon, and per round in metrics.csv); PLD (epsilon_pld)",
                 "participation_rate": release.rate, "denominator": release.denominator,
                 "contributions_per_client": release.contributions}

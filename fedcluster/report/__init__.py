@@ -160,7 +160,8 @@ def parser() -> argparse.ArgumentParser:
                        "from docs/reproductions.yaml), `fedcluster-report ablation --before DIR --after DIR --out PAGE` "
                        "(a setting's runs beside the runs it replaces and the paper), `fedcluster-report cam-cells OUT.md CSV...` "
                        "(Fed-CAM Tables 1-2 cell by cell), `fedcluster-report participation FOLDER...` (seen vs unseen "
-                       "clients and partial participation); each takes --help. A directory of those names: ./leaderboard")
+                       "clients and partial participation), `fedcluster-report privacy FOLDER...` (accuracy against "
+                       "epsilon and megabytes under client-level DP); each takes --help. A directory of those names: ./leaderboard")
     p.add_argument("directory", type=Path, help="a run directory or a multirun directory")
     p.add_argument("--figures", action="store_true",
                    help="also draw learning curves (local test metric over rounds, mean and std over seeds), PNG and PDF")
@@ -180,7 +181,7 @@ def parser() -> argparse.ArgumentParser:
 # `fedcluster-report <name> ...`: the module of this package that makes it (each a page of finished runs: the
 # leaderboard, the reproductions page and the per-cell account, a setting's ablation, and two papers' own tables)
 SUBCOMMANDS = {"leaderboard": "leaderboard", "reproductions": "reproductions", "ablation": "ablation",
-               "cam-cells": "cam_cells", "participation": "participation"}
+               "cam-cells": "cam_cells", "participation": "participation", "privacy": "privacy"}
 
 
 def main(argv=None) -> None:

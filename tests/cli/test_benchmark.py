@@ -169,3 +169,18 @@ def test_the_packed_benchmark_runs_in_its_smoke_form_with_identical_metrics(fake
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["runs"] == 3 and row["identical_metrics"] == "3/3"
     assert row["packed_s"] > 0 and row["one_process_each_s"] > 0 and row["plain_loop_s"] > 0
+
+
+def test_the_accountants_benchmark_runs_in_its_smoke_form():
+    """benchmarks/accountants.py (issue 78): dp-accounting's RDP (fedcluster's epsilon) beside its PLD (tighter, an
+    upper bound still), and Opacus' columns marked where it is not installed."""
+    pytest.importorskip("dp_accounting")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "accountants.py"), "--smoke", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (row,) = [json.loads(line) for line in out.stdout.splitlines()]
+    from fedcluster.privacy.accounting import epsilon
+    assert row["dp_accounting_rdp"] == epsilon(row["rate"], row["noise_multiplier"], row["delta"], row["rounds"])
+    assert 0 < row["dp_accounting_pld"] < row["dp_accounting_rdp"]
+    for name in ("opacus_rdp", "opacus_prv"):
+        assert isinstance(row[name], float) or row[name] == "not installed"

@@ -50,6 +50,11 @@ def test_epsilon_is_the_accountants_for_the_runs_rate_noise_and_rounds(tmp_path)
     assert list(per_round["round"]) == [0, 1, 2]
     assert list(per_round["value"]) == pytest.approx([recomputed_epsilon(0.5, 1.0, r) for r in (1, 2, 3)], rel=1e-9)
     assert privacy["not_covered"] == []   # FedAvg's clients send their update only
+    from dp_accounting.pld import PLDAccountant
+    pld = PLDAccountant()
+    pld.compose(dp_accounting.PoissonSampledDpEvent(0.5, dp_accounting.GaussianDpEvent(1.0)), 3)
+    assert privacy["epsilon_pld"] == pytest.approx(pld.get_epsilon(1e-5), rel=1e-9) and \
+        privacy["epsilon_pld"] < privacy["epsilon"]   # PLD's bound is the tighter
 
 
 def test_without_noise_or_clipping_a_private_fedavg_is_the_plain_one(tmp_path):
@@ -176,3 +181,12 @@ def test_a_private_run_resumes_to_the_uninterrupted_metrics(tmp_path, monkeypatc
     summary = run(make_cfg(SMALL + overrides), tmp_path / "resumed")
     assert (tmp_path / "resumed" / "metrics.csv").read_bytes() == (tmp_path / "straight" / "metrics.csv").read_bytes()
     assert summary["privacy"] == json.loads((tmp_path / "straight" / "summary.json").read_text())["privacy"]
+
+
+def test_the_calibrated_noise_spends_at_most_the_target():
+    from fedcluster.privacy.accounting import epsilon
+    from fedcluster.privacy.calibrate import main, noise_multiplier_for
+    for target, rate in ((4.0, 0.1), (1.0, 1.0)):
+        z = noise_multiplier_for(target, rate, 20)
+        assert epsilon(rate, z, 1e-5, 20) <= target < epsilon(rate, z - 0.002, 1e-5, 20)
+    assert main(["--epsilon", "0", "--rate", "0.1", "--rounds", "5"]) == 2

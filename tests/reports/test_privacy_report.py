@@ -1,0 +1,47 @@
+"""fedcluster-report privacy (issue 78): the table of accuracy at each privacy level and its three figures, from
+finished runs composed as the command composes them."""
+import math
+
+import pytest
+
+from conftest import SMALL, make_cfg
+from fedcluster.report import privacy as report
+from fedcluster.runner import run
+
+pytest.importorskip("dp_accounting")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("privacy_runs")
+    for method in ("fedavg", "ifca"):
+        for level in ([], ["privacy=client_dp", "privacy.noise_multiplier=2.0"]):
+            name = f"{method}_{'dp' if level else 'none'}"
+            run(make_cfg(SMALL + ["dataset=digits", "partition=clustered", "model=mlp", "checkpoint_every=0",
+                                  f"algorithm={method}", "num_clusters=2", *level]), root / name)
+    return root
+
+
+def test_the_table_has_one_row_per_method_and_level_with_the_runs_epsilon(runs, tmp_path, capsys):
+    assert report.main([str(runs), "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "privacy_table.md").read_text()
+    assert capsys.readouterr().out == table
+    rows = [line for line in table.splitlines()[2:]]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == ["fedavg", "fedavg", "ifca", "ifca"]
+    groups = report.collect([runs])
+    eps = report.level_of(groups[("ifca", 2.0)][0].summary)[1]
+    assert math.isfinite(eps) and f"| ifca | {eps:.2f} | 2 |" in table
+    assert "| ifca | inf (no mechanism) | 0 |" in table and "no interval: < 3 seeds" in table
+    for name in ("accuracy_vs_epsilon.png", "accuracy_vs_megabytes.png", "cluster_size_vs_accuracy.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cluster_points_count_every_client_once(runs):
+    (ifca,) = report.collect([runs])[("ifca", 0.0)]
+    points = report.cluster_points(ifca)
+    assert sum(n for n, _ in points) == ifca.summary["num_clients"] and all(0 <= a <= 100 for _, a in points)
+
+
+def test_no_run_is_one_line_and_exit_2(tmp_path, capsys):
+    assert report.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"fedcluster-report privacy: no finished run under {tmp_path}"]
