@@ -12,6 +12,7 @@ from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf, Probability
 from .base import Algorithm, Phase, RoundPlan, weighted_mean_rows
 from .model_tables import personal_models
 from .fold import gathered
+from .wire import Message, row_bytes, value_bytes
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
 
 
@@ -168,6 +169,21 @@ class FedPAC(Algorithm):
             self.local[k][plan.clients] = torch.einsum("ij,j...->i...", A, trained[k])
         for k in self._body:
             self.local[k][:] = body[k]
+
+    def messages(self, t, plan, fed):
+        """Xu et al. (ICLR 2023), Algorithm 1, as the authors' code exchanges it: each reporting client receives the
+        global feature extractor with its combined head (its whole model) and, from the second round on, the global
+        class centroids; it sends back its trained model (extractor and head), its class centroids with their sample
+        counts, and its statistics for the classifier QP (V, one number, and H, a centroid-sized table per class)."""
+        reporting, size, number = len(plan.clients), row_bytes(self.local), value_bytes(self.local)
+        C, width = self.centroids.shape
+        table = C * width * number
+        down = [Message("model", "down", reporting, size)]
+        if t > 0:
+            down.append(Message("global centroids", "down", reporting, table))
+        return down + [Message("model", "up", reporting, size),
+                       Message("class centroids and counts", "up", reporting, table + C * number),
+                       Message("feature statistics", "up", reporting, table + number)]
 
     def local_models(self, fed):
         return self.local

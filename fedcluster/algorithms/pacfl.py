@@ -1,5 +1,6 @@
 """PACFL (Vahidian et al., AAAI 2023): one-shot clustering of clients before training, from the
 principal angles between their data subspaces, then FedAvg within each cluster."""
+from collections import Counter
 from typing import Annotated, Optional
 
 import numpy as np
@@ -8,6 +9,7 @@ import torch
 from ..models.rows import rows_of
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import RoundPlan
+from .wire import Message, exchange
 from .clustered import ClusteredAlgorithm, check_choice
 
 ANGLES = ("principal", "code")
@@ -136,6 +138,16 @@ class PACFL(ClusteredAlgorithm):
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)
         return RoundPlan(clients, rows_of(self.centers, self.assignment[clients]))
+
+    def messages(self, t, plan, fed):
+        """Vahidian et al. (AAAI 2023), Algorithm 1: before training every client sends the server its data
+        signature once (the `n_basis` singular vectors of each class it holds, as `client_basis` computes them),
+        counted in the first round; then each round FedAvg's exchange with the client's cluster model."""
+        messages = []
+        if t == 0:
+            sizes = Counter(int(u.numel() * u.element_size()) for u in self._signatures)
+            messages += [Message("data signature", "up", count, size) for size, count in sorted(sizes.items())]
+        return messages + exchange(plan)
 
     def artifacts(self):
         """pacfl_angles.csv: the clients' angle matrix in degrees (to choose `threshold` from)."""

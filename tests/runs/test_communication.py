@@ -3,6 +3,7 @@ reporting client the model and gets the trained one back; IFCA and CLoVE send ea
 that drops out adds nothing; Local-only sends nothing. Runs composed as the command composes them."""
 import pandas as pd
 import pytest
+import torch
 
 from conftest import SMALL, make_cfg
 from fedcluster.runner import run
@@ -109,3 +110,40 @@ def test_ifca_cam_sends_fedavgs_model_in_warm_up_then_ifcas_messages_and_the_glo
     assert summary["communication"]["bytes_up"] == per_round + (ROUNDS - 1) * (2 * per_round + CLIENTS * number)
     assert set(table[table["round"] == 0]["what"]) == {"model"}
     assert set(table[table["round"] == 2]["what"]) == {f"{K} cluster models", "cluster id", "model", "global model"}
+
+
+def test_pacfl_sends_each_clients_data_signature_once_before_training(tmp_path, fmnist_root):
+    """Vahidian et al. Algorithm 1: in the first round every client uploads its signature, n_basis singular vectors
+    (d = 784 pixels, float64 as computed) for each class it holds; then FedAvg's exchange within the clusters."""
+    from conftest import IMAGE_SKEW
+    cfg, summary, table = finished(tmp_path, "pacfl", f"dataset.root={fmnist_root}", "algorithm=pacfl",
+                                   "algorithm.n_basis=2", base=IMAGE_SKEW)
+    from fedcluster.assemble import build
+    fed = build(cfg)[1]
+    classes = [len(torch.unique(fed.data.train.y[k, :int(fed.data.train.n[k])])) for k in range(fed.num_clients)]
+    signature = table[table["what"] == "data signature"]
+    assert set(signature["round"]) == {0} and (signature["direction"] == "up").all()
+    assert signature["bytes"].sum() == sum(784 * 2 * c * 8 for c in classes)
+    assert signature["clients"].sum() == fed.num_clients
+    size = model_bytes(cfg)
+    models = table[table["what"] == "model"]
+    assert (models["bytes"] == models["clients"] * size).all() and set(models["round"]) == set(range(cfg.rounds))
+
+
+def test_fedpac_sends_the_model_centroids_and_statistics(tmp_path, fmnist_root):
+    """Xu et al. Algorithm 1: the model each way; up, the client's class centroids with counts and its QP
+    statistics (V and H: 1 + C x D numbers); down from the second round, the global centroids (C x D)."""
+    from conftest import IMAGE_SKEW
+    cfg, summary, table = finished(tmp_path, "fedpac", f"dataset.root={fmnist_root}", "algorithm=fedpac",
+                                   base=IMAGE_SKEW)
+    from fedcluster.assemble import build
+    _, fed, alg, _ = build(cfg)
+    C = fed.data.num_classes
+    D = fed.model(fed.data.train.x[0, :1], with_features=True)[1].shape[1]   # the feature width the head reads
+    rows = {(r["round"], r["direction"], r["what"]): r for r in table.to_dict("records")}
+    reporting = rows[(0, "up", "model")]["clients"]
+    assert rows[(0, "up", "class centroids and counts")]["bytes"] == reporting * (C * D + C) * 4
+    assert rows[(0, "up", "feature statistics")]["bytes"] == reporting * (C * D + 1) * 4
+    assert (0, "down", "global centroids") not in rows
+    assert rows[(1, "down", "global centroids")]["bytes"] == rows[(1, "up", "model")]["clients"] * C * D * 4
+    assert rows[(1, "down", "model")]["bytes"] == rows[(1, "down", "model")]["clients"] * model_bytes(cfg)
