@@ -54,11 +54,27 @@ def rows(settings):
         yield row
 
 
+def markdown(results: Path) -> str:
+    """docs/privacy.md's table of committed results (`--json` lines): epsilon and seconds per accountant."""
+    lines = ["| rate q | noise z | rounds | dp-accounting RDP (fedcluster's epsilon) | dp-accounting PLD (epsilon_pld) "
+             "| Opacus RDP | Opacus PRV |", "|---|---|---|---|---|---|---|"]
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        cells = [f"{r[k]:.3f} ({r[k + '_seconds']:.3f} s)" if isinstance(r[k], float) else str(r[k])
+                 for k in ("dp_accounting_rdp", "dp_accounting_pld", "opacus_rdp", "opacus_prv")]
+        lines.append(f"| {r['rate']:g} | {r['noise_multiplier']:g} | {r['rounds']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="one JSON object a setting")
     p.add_argument("--smoke", action="store_true", help="one setting of 3 rounds (CI)")
+    p.add_argument("--markdown", type=Path, metavar="RESULTS", help="print the table of a committed --json file")
     a = p.parse_args(argv)
+    if a.markdown is not None:
+        print(markdown(a.markdown), end="")
+        return 0
     logging.getLogger("absl").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     for row in rows([(0.1, 1.0, 3)] if a.smoke else SETTINGS):

@@ -190,3 +190,17 @@ def test_the_calibrated_noise_spends_at_most_the_target():
         z = noise_multiplier_for(target, rate, 20)
         assert epsilon(rate, z, 1e-5, 20) <= target < epsilon(rate, z - 0.002, 1e-5, 20)
     assert main(["--epsilon", "0", "--rate", "0.1", "--rounds", "5"]) == 2
+
+
+def test_the_privacy_page_lists_the_options_that_take_client_dp_and_the_accountants_results():
+    import re
+    from conftest import CONF, ROOT
+    from fedcluster.assemble import make
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import accountants
+    page = (ROOT / "docs" / "privacy.md").read_text()
+    accepted = [f.stem for f in sorted((CONF / "algorithm").glob("*.yaml"))
+                if make(make_cfg([f"algorithm={f.stem}", "num_clusters=2"]).algorithm).client_dp_refusal() is None]
+    listed = re.search(r"that take `privacy=client_dp` at their defaults: (.*?) \(a test", page, re.S).group(1)
+    assert re.findall(r"`(\w+)`", listed) == accepted
+    assert accountants.markdown(ROOT / "docs" / "results" / "privacy" / "accountants.jsonl") in page
