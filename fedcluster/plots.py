@@ -225,6 +225,34 @@ def write_curves(path: Path, panels, ylabel: str, ylim=None, colors=None, bounds
     save(fig, path, **({"bbox_inches": "tight"} if below or extra else {}))
 
 
+def write_traffic_curves(path: Path, panels, ylabel: str, colors=None) -> None:
+    """Issue 78: a metric against the megabytes per client sent and received so far, one line per configuration:
+    panels = [(title, {label: [[(megabytes, value) or None per round] per seed]})]; at each round the seeds that
+    have a point give its mean megabytes and mean value. Megabytes on a log axis (methods differ by factors)."""
+    colors = colors or line_colors(label for _, curves in panels for label in curves)
+    cols = min(len(panels), 4)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False, sharey=True)
+    for ax, (title, curves) in zip(axes.flat, panels):
+        for label, seeds in sorted(curves.items()):
+            length = max(len(c) for c in seeds)
+            points = []
+            for t in range(length):
+                have = [c[t] for c in seeds if t < len(c) and c[t] is not None]
+                if have:
+                    points.append((float(np.mean([p[0] for p in have])), float(np.mean([p[1] for p in have]))))
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=label, color=colors.get(label))
+        ax.set_xscale("log")
+        ax.set_title(textwrap.fill(title, 60), fontsize=9)
+        ax.set_xlabel("MiB per client so far (down + up)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7, loc="best", framealpha=0.8)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    save(fig, path)
+
+
 def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -> None:
     """CLoVE Figure 2 style: ARI of the clients' clustering against the true clusters per round
     (bands clipped to the ARI's range)."""

@@ -15,7 +15,7 @@ from .baseline import NOTE as BASELINE_NOTE, baseline_frame, check_baseline
 from .render import listing, render
 from ..results.runs import ReportError, discover
 from .sections import (csv_frame, figure_panels, line_colors, local_test_curve, sections_for, slug, write_figure,
-                       write_learning_curves)
+                       traffic_curve, write_learning_curves, write_traffic_figure)
 
 __all__ = ["build_report", "make_report", "main", "ReportError", "Stat", "discover"]
 
@@ -106,7 +106,7 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
     panels = figure_panels(sections)
     if panels and _save(report, root / "ari_over_rounds.png", write_figure, panels, colors):
         figure = root / "ari_over_rounds.png"
-    curves_written = []
+    curves_written, traffic_written = [], []
     if figures:
         for metric in sorted({r.summary.get("key_metric", "accuracy") for r in found.runs}):
             curves = figure_panels(sections, lambda r, m=metric: local_test_curve(r)
@@ -114,9 +114,16 @@ def make_report(root: Path, fmt: str = "markdown", figures: bool = False, baseli
             path = root / f"learning_curves_{metric}.png"
             if curves and _save(report, path, write_learning_curves, curves, metric, colors):
                 curves_written.append(path)
+            traffic = figure_panels(sections, lambda r, m=metric: traffic_curve(r)
+                                    if r.summary.get("key_metric", "accuracy") == m else [None])
+            path = root / f"{metric}_vs_megabytes.png"
+            if traffic and _save(report, path, write_traffic_figure, traffic, metric, colors):
+                traffic_written.append(path)
     report.text = render(sections, listing(found), figure, fmt)
     for path in curves_written:
         report.text += f"\nLearning curves (local test metric by round, mean ± std over seeds; also .pdf): {path}\n"
+    for path in traffic_written:
+        report.text += f"\nThe same metric against MiB per client sent and received so far (communication.csv): {path}\n"
     _save(report, root / ("report.tex" if fmt == "latex" else "report.md"), write_text, report.text)
     return report
 

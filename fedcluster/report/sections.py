@@ -216,6 +216,24 @@ def local_test_curve(run: Run) -> List[Optional[float]]:
     return out
 
 
+def traffic_curve(run: Run) -> list:
+    """Per round, (MiB per client sent and received so far, the key metric as local_test_curve gives it) where the
+    round was evaluated and the run recorded its traffic (communication.csv), else None."""
+    values = local_test_curve(run)
+    if "communication.csv" not in run.files.names():
+        return [None] * len(values)
+    c = pd.read_csv(io.StringIO(run.files.read_text("communication.csv")))
+    clients = run.summary.get("communication", {}).get("clients") or run.summary.get("num_clients") or 1
+    so_far = (c.groupby("round")["bytes"].sum().reindex(range(len(values)), fill_value=0).cumsum() / 2 ** 20 / clients)
+    return [None if v is None else (float(so_far.iloc[t]), v) for t, v in enumerate(values)]
+
+
+def write_traffic_figure(path: Path, panels, metric: str, colors=None) -> None:
+    from ..plots import write_traffic_curves
+    unit = " %" if metric in tables.PERCENT_METRICS else ""
+    write_traffic_curves(path, panels, f"local test {metric}{unit} (mean over clients)", colors=colors)
+
+
 def line_colors(sections: List[Section]) -> dict:
     """One colour per figure line (a configuration's label) across every figure of the report."""
     from ..plots import line_colors as palette

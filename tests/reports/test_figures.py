@@ -105,6 +105,28 @@ def test_report_figures_draw_learning_curves_with_a_band(tmp_path):
     for suffix in ("png", "pdf"):
         assert (tmp_path / f"learning_curves_mse.{suffix}").exists()
     assert (tmp_path / "ari_over_rounds.pdf").exists()
+    assert (tmp_path / "mse_vs_megabytes.png").read_bytes()[:4] == b"\x89PNG"   # issue 78: metric against traffic
+
+
+def test_the_traffic_figure_places_each_round_at_its_megabytes_so_far(kept):
+    """Two seeds: at each round the mean of their megabytes and of their values; a round without a point is left
+    out."""
+    seeds = [[(1.0, 10.0), None, (3.0, 30.0)], [(1.0, 20.0), None, (5.0, 40.0)]]
+    plots.write_traffic_curves(plots.Path("t.png"), [("panel", {"fedavg": seeds})], "accuracy")
+    ax = kept["t.png"].axes[0]
+    assert list(ax.lines[0].get_xdata()) == [1.0, 4.0] and list(ax.lines[0].get_ydata()) == [15.0, 35.0]
+    assert ax.get_xscale() == "log"
+
+
+def test_the_traffic_curve_of_a_run_is_its_cumulative_megabytes_per_client(tmp_path):
+    from fedcluster.report.sections import traffic_curve
+    from fedcluster.results.runs import discover
+    run(make_cfg(TINY + ["plots=false", "eval_every=1"]), tmp_path / "r")
+    (found,) = discover(tmp_path).runs
+    table = pd.read_csv(tmp_path / "r" / "communication.csv")
+    per_client = table.groupby("round")["bytes"].sum().cumsum() / 2 ** 20 / found.summary["communication"]["clients"]
+    curve = traffic_curve(found)
+    assert [p[0] for p in curve] == pytest.approx(per_client.tolist())
 
 
 def test_learning_curve_band_spans_the_seeds(kept, tmp_path):
