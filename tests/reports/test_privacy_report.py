@@ -29,19 +29,29 @@ def test_the_table_has_one_row_per_method_and_level_with_the_runs_epsilon(runs, 
     rows = [line for line in table.splitlines()[2:]]
     assert [r.split(" | ")[0].lstrip("| ") for r in rows] == ["fedavg", "fedavg", "ifca", "ifca"]
     groups = report.collect([runs])
-    eps = report.level_of(groups[("ifca", 2.0)][0].summary)[1]
-    assert math.isfinite(eps) and f"| ifca | {eps:.2f} | 2 |" in table
-    assert "| ifca | inf (no mechanism) | 0 |" in table and "no interval: < 3 seeds" in table
+    eps = groups[("ifca", "client_dp, clip 1", 2.0)][0]["epsilon"]
+    assert math.isfinite(eps) and f"| ifca | client_dp, clip 1 | {eps:.2f} | 2 |" in table
+    assert "| ifca | none | inf | 0 |" in table and "no interval: < 3 seeds" in table
     for name in ("accuracy_vs_epsilon.png", "accuracy_vs_megabytes.png", "cluster_size_vs_accuracy.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = tmp_path / "again"   # the page again from the records alone, without the runs
+    assert report.main(["--records", str(tmp_path / "privacy_table.md").replace("privacy_table.md",
+                                                                                "privacy_records.json"),
+                        "--out", str(again)]) == 0
+    assert (again / "privacy_table.md").read_text() == table
+    assert (again / "privacy_records.json").read_text() == (tmp_path / "privacy_records.json").read_text()
 
 
 def test_cluster_points_count_every_client_once(runs):
-    (ifca,) = report.collect([runs])[("ifca", 0.0)]
-    points = report.cluster_points(ifca)
-    assert sum(n for n, _ in points) == ifca.summary["num_clients"] and all(0 <= a <= 100 for _, a in points)
+    (ifca,) = report.collect([runs])[("ifca", "none", 0.0)]
+    points = ifca["clusters"]
+    assert sum(n for n, _ in points) == 12 and all(0 <= a <= 100 for _, a in points)   # SMALL's 12 clients
 
 
-def test_no_run_is_one_line_and_exit_2(tmp_path, capsys):
+def test_no_run_or_an_unreadable_records_file_is_one_line_and_exit_2(tmp_path, capsys):
     assert report.main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"fedcluster-report privacy: no finished run under {tmp_path}"]
+    (tmp_path / "bad.json").write_text("{not json")
+    assert report.main(["--records", str(tmp_path / "bad.json")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"fedcluster-report privacy: --records {tmp_path / 'bad.json'} cannot be read")
