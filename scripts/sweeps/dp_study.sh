@@ -5,11 +5,14 @@
 # 10 % of the clients a round (Poisson under client_dp), 1 local epoch of batch 10 at lr 0.05, clip norm 1.
 # FedAvg, IFCA, CLoVE (client_fraction 0.1) and FedSoft (4 selections of 25 clients a round; its selections are
 # drawn from the importance weights, so no credit for sampling: rate 1) at epsilon = inf (privacy=none), 8, 4, 1
-# (delta 1e-5), seeds 0-2: each epsilon's noise multiplier from python -m fedcluster.privacy.calibrate.
+# (delta 1e-5), seeds 0-2: each epsilon's noise multiplier from python -m fedcluster.privacy.calibrate; and the
+# mechanism without noise (clipping, Poisson participation, uniform weights, the fixed denominator: epsilon inf), to
+# tell what the noise costs from what the rest of the mechanism costs.
 # From a frozen worktree of FROZEN (default: this script's commit), one job at a time, one thread.
 # Rerun the same command to resume (finished jobs are skipped). Then:
-#   python scripts/archive_runs.py RUNS_DIR/dp_study docs/results/privacy/dp_study
-#   fedcluster-report privacy docs/results/privacy/dp_study --out docs/results/privacy
+#   fedcluster-report privacy RUNS_DIR/dp_study --out docs/results/privacy
+# (the runs stay out of the repository: 1,000 clients' rows make each metrics.csv 6 MB; privacy_records.json keeps
+# what the page reads of each, by run_id, and `fedcluster-report privacy --records` renders the page again)
 set -u
 runs=${1:-/work/runs}; frozen_rev=${FROZEN:-$(git -C "$(dirname "$0")" rev-parse --short HEAD)}
 repo=$(cd "$(dirname "$0")/../.." && pwd); frozen="$runs/frozen_$frozen_rev"
@@ -31,5 +34,7 @@ for seed in 0 1 2; do
     $PY -m fedcluster -m "${SETTING[@]}" $method seed=$seed hydra.sweep.dir="$runs/dp_study"
     $PY -m fedcluster -m "${SETTING[@]}" $method seed=$seed privacy=client_dp privacy.clip_norm=1.0 \
         privacy.noise_multiplier=$noise hydra.sweep.dir="$runs/dp_study"
+    $PY -m fedcluster -m "${SETTING[@]}" $method seed=$seed privacy=client_dp privacy.clip_norm=1.0 \
+        privacy.noise_multiplier=0 hydra.sweep.dir="$runs/dp_study"
   done
 done
