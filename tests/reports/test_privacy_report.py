@@ -1,5 +1,6 @@
 """fedcluster-report privacy (issue 78): the table of accuracy at each privacy level and its three figures, from
 finished runs composed as the command composes them."""
+import json
 import math
 
 import pytest
@@ -55,3 +56,15 @@ def test_no_run_or_an_unreadable_records_file_is_one_line_and_exit_2(tmp_path, c
     assert report.main(["--records", str(tmp_path / "bad.json")]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"fedcluster-report privacy: --records {tmp_path / 'bad.json'} cannot be read")
+
+
+def test_the_studys_page_is_its_records_rendered(tmp_path):
+    """docs/results/privacy/dp_study.md's table is `fedcluster-report privacy --records` of the committed records."""
+    from conftest import ROOT
+    folder = ROOT / "docs" / "results" / "privacy"
+    assert report.main(["--records", str(folder / "privacy_records.json"), "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "privacy_table.md").read_text()
+    assert table == (folder / "privacy_table.md").read_text() and table in (folder / "dp_study.md").read_text()
+    assert (tmp_path / "privacy_records.json").read_text() == (folder / "privacy_records.json").read_text()
+    records = json.loads((folder / "privacy_records.json").read_text())
+    assert len(records) == 60 and len({r["run_id"] for r in records}) == 60
