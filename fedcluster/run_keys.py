@@ -137,8 +137,9 @@ def top_level_names() -> List[str]:
 
 
 def may_be_deleted() -> set:
-    """Top-level keys a config may lack (`~key`): `logger` (no tracker) and the run keys marked MAY_BE_ABSENT."""
-    return {"logger"} | {k.key for k in run_keys() if k.may_be_absent}
+    """Top-level keys a config may lack (`~key`): `logger` (no tracker), `privacy` (no mechanism: a config recorded
+    before the group existed, 2026-12-03, is the same run) and the run keys marked MAY_BE_ABSENT."""
+    return {"logger", "privacy"} | {k.key for k in run_keys() if k.may_be_absent}
 
 
 def train_names() -> List[str]:
