@@ -147,3 +147,22 @@ def test_fedpac_sends_the_model_centroids_and_statistics(tmp_path, fmnist_root):
     assert (0, "down", "global centroids") not in rows
     assert rows[(1, "down", "global centroids")]["bytes"] == rows[(1, "up", "model")]["clients"] * C * D * 4
     assert rows[(1, "down", "model")]["bytes"] == rows[(1, "down", "model")]["clients"] * model_bytes(cfg)
+
+
+@pytest.mark.parametrize("algorithm,models_per_client", [("cfl", 1), ("fesem", 1), ("flexcfl", 1), ("perfedavg", 1),
+                                                          ("fedala", 1), ("fedem", 2)])
+def test_the_methods_that_exchange_models_send_each_trained_model_each_way(tmp_path, algorithm, models_per_client):
+    """Their papers' algorithm boxes exchange models only: CFL (Sattler et al. 2021, Alg. 1: the cluster's model down,
+    the client's update, a model's size, up), FeSEM (Xie et al. 2021: the assigned center down, the local model up),
+    FlexCFL (Duan et al. 2022: its pre-training is its first round's exchange from w0), Per-FedAvg (Fallah et al.
+    2020), FedALA (Zhang et al. 2023: the global model down, the trained model up; ALA runs on the client), FedEM
+    (Marfoq et al. 2021, Alg. 1: each of the M components each way)."""
+    cfg, summary, table = finished(tmp_path, algorithm, f"algorithm={algorithm}", "num_clusters=2")
+    size = model_bytes(cfg)
+    assert set(table["what"]) == {"model"}
+    reported = pd.read_csv(tmp_path / algorithm / "participation.csv").groupby("round").size() \
+        if (tmp_path / algorithm / "participation.csv").exists() else pd.Series([CLIENTS] * ROUNDS)
+    for direction in ("down", "up"):
+        rows = table[table["direction"] == direction]
+        assert (rows["bytes"] == rows["clients"] * size).all()
+        assert rows["clients"].tolist() == [models_per_client * n for n in reported.tolist()]
