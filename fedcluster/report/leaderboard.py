@@ -48,12 +48,22 @@ COMMAND = "fedcluster-report leaderboard"
 
 SEEDS = 3
 PLAN = "leaderboard_plan.tsv"
-METRIC_NAMES = {"acc": "local_test_accuracy", "ari": "ari"}   # the CSV's `metric` column
+METRIC_NAMES = {"acc": "local_test_accuracy", "ari": "ari", "mb": "mib_per_client"}   # the CSV's `metric` column
 # Config keys a cell may hold several values of: the device (a cell may take seeds from this CPU and from a
 # GPU: the same configuration, only the arithmetic differs) and where the data files are read from.
 POOLED_KEYS = ("hardware.", "dataset.root", "dataset.download")
 METRICS = {"acc": ("local test accuracy, mean over clients (%)", lambda s: (s.get("local") or {}).get("local_test_accuracy"), 100.0),
-           "ari": ("ARI of the final clustering vs the true clusters", lambda s: s.get("ari"), 1.0)}
+           "ari": ("ARI of the final clustering vs the true clusters", lambda s: s.get("ari"), 1.0),
+           # issue 78: what the run sent and received (summary.json's communication; absent in runs from before it)
+           "mb": ("MiB per client sent and received over the run (down + up; no best: less is cheaper, not better)",
+                  lambda s: traffic_mib(s), 1.0)}
+UNRANKED = ("mb",)   # metrics no method is marked best in
+
+
+def traffic_mib(summary: dict):
+    """MiB per client, both directions, over the run (None where the run did not record its traffic)."""
+    c = summary.get("communication")
+    return None if not c else (c["bytes_down"] + c["bytes_up"]) / c["clients"] / 2 ** 20
 
 
 def setting_of(run) -> str:
@@ -365,7 +375,7 @@ def cells(table: dict) -> pd.DataFrame:
     rows = []
     for key, (_, value, scale) in METRICS.items():
         for s in sorted(table):
-            best = best_of(table[s], value)
+            best = None if key in UNRANKED else best_of(table[s], value)
             for m in sorted(table[s]):
                 got = {seed: value(x) for seed, x in table[s][m].items() if value(x) is not None}
                 if not got:
@@ -376,7 +386,7 @@ def cells(table: dict) -> pd.DataFrame:
                 rows.append({"dataset": some.get("dataset"), "partition": some.get("partition"),
                              "num_clusters": k if k not in (None, "?") else None, "setting": s, "method": m,
                              "metric": METRIC_NAMES[key],
-                             "unit": "percent" if scale == 100 else "ari", "seeds": ";".join(str(x) for x in sorted(got)),
+                             "unit": {"acc": "percent", "ari": "ari", "mb": "MiB"}[key], "seeds": ";".join(str(x) for x in sorted(got)),
                              "n": len(got), "mean": mean, "ci95_half_width": None if math.isnan(half) else half,
                              "significantly_best": best == m})
     frame = pd.DataFrame(rows, columns=CSV_COLUMNS)

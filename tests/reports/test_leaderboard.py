@@ -316,3 +316,27 @@ def test_a_part_of_the_grid_runs_with_the_parallel_launcher_from_its_preset_and_
     assert runs == [("fedavg", 0), ("fedavg", 1), ("ifca", 0), ("ifca", 1)]
     assert leaderboard.main([str(sweep)]) == 0
     assert "digits/label_skew1" in (sweep / "leaderboard.md").read_text()
+
+
+def test_the_traffic_section_shows_each_methods_mib_per_client_and_marks_no_best(tmp_path):
+    """Issue 78: summary.json's communication as a leaderboard section (runs recorded before it have none, and the
+    section is left out then); less traffic is cheaper, not better, so no method is marked best there."""
+    for seed in range(3):
+        for name, acc, mib in (("clove", 0.8 + seed / 100, 4.0), ("fedavg", 0.7 + seed / 100, 1.0)):
+            make_run(tmp_path / f"{name}_s{seed}", seed, {"algorithm": {"_target_": "x", "name": name}},
+                     {"local": {"local_test_accuracy": acc}, "dataset": "fashion_mnist", "partition": "label_skew1",
+                      "algorithm": name,
+                      "communication": {"bytes_down": int(mib * 2 ** 20 * 6 * 0.75),
+                                        "bytes_up": int(mib * 2 ** 20 * 6 * 0.25), "clients": 6}})
+    out = tmp_path / "lb.md"
+    assert leaderboard.main([str(tmp_path), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## MiB per client sent and received over the run" in text
+    assert "| clove | 4.00 ± 0.00 |" in text and "| fedavg | 1.00 ± 0.00 |" in text
+    rows = pd.read_csv(tmp_path / "lb.csv").set_index(["method", "metric"])
+    assert rows.loc[("clove", "mib_per_client"), "unit"] == "MiB" and not rows.loc[("clove", "mib_per_client"),
+                                                                                     "significantly_best"]
+    assert rows.loc[("clove", "local_test_accuracy"), "significantly_best"]   # accuracy still ranks
+    _run(tmp_path / "old", "ifca", "ifca", 0, 0.75)                        # a run without communication
+    leaderboard.main([str(tmp_path / "old"), "--out", str(tmp_path / "old.md")])
+    assert "MiB per client" not in (tmp_path / "old.md").read_text()
