@@ -149,3 +149,15 @@ def reseal(run_dir, config: dict) -> None:
     summary["integrity"].pop("summary_sha256", None)
     summary["integrity"]["summary_sha256"] = summary_digest(summary)
     path.write_text(json.dumps(summary))
+
+
+@pytest.fixture(autouse=True)
+def leaves_the_standard_streams_open():
+    """A test that closes the interpreter's standard streams (pytest's captured stdout/stderr, as a closed
+    sys.stderr would) fails itself, by name, instead of every later test of its worker failing at setup with
+    "I/O operation on closed file" (seen once, 2026-12-03, on one xdist worker after tests/cli/test_trust.py)."""
+    before = sys.stdout, sys.stderr
+    yield
+    closed = [name for name, stream in (("sys.stdout", before[0]), ("sys.stderr", before[1]))
+              if getattr(stream, "closed", False)]
+    assert not closed, f"this test left {' and '.join(closed)} closed"
