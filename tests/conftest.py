@@ -13,6 +13,9 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "OMP_NUM_THREADS" not in os.e
 import pytest  # noqa: E402
 
 from fedcluster.config.store import compose_config  # noqa: E402
+from fedcluster.privacy.accounting import unbind_absl_stream  # noqa: E402
+
+unbind_absl_stream()   # absl (dp-accounting's) imported here first, so no test's capture is the stream it keeps
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"

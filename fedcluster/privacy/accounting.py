@@ -21,6 +21,21 @@ def require_accountant() -> None:
         import dp_accounting  # noqa: F401 -- whether it is installed
     except ImportError:
         raise ConfigError(_REASON) from None
+    unbind_absl_stream()
+
+
+def unbind_absl_stream() -> None:
+    """dp-accounting imports absl, whose logging handler (never attached to a logger unless absl's app runs) keeps
+    the sys.stderr of the moment absl was imported. Any later logging.config.dictConfig (Hydra configures its logging
+    so at every command) closes every handler, and absl's closes its stream unless it is the sys.stderr of that
+    moment: a process that imported absl under a redirected stderr (an API user's capture, a test's) lost that
+    stream at its next command. The interpreter's own stderr is never closed by it."""
+    import sys
+    try:
+        from absl import logging as absl_logging
+    except ImportError:
+        return
+    absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__
 
 
 def round_event(rate: float, noise_multiplier: float):
@@ -34,6 +49,7 @@ def round_event(rate: float, noise_multiplier: float):
 def _one_round(rate: float, noise_multiplier: float):
     """(orders, RDP of one round at each order): composed once, so t rounds are t times it (RDP composes by sums)."""
     from dp_accounting.rdp import RdpAccountant
+    unbind_absl_stream()
     absl = logging.getLogger("absl")   # its notes on fractional orders that did not converge (left out) are not ours
     level = absl.level
     absl.setLevel(logging.ERROR)
@@ -66,6 +82,7 @@ def epsilon_pld(rate: float, noise_multiplier: float, delta: float, rounds: int)
     if noise_multiplier <= 0:
         return math.inf
     from dp_accounting.pld import PLDAccountant
+    unbind_absl_stream()
     accountant = PLDAccountant()
     accountant.compose(round_event(rate, noise_multiplier), rounds)
     return float(accountant.get_epsilon(delta))

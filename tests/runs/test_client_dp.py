@@ -204,3 +204,24 @@ def test_the_privacy_page_lists_the_options_that_take_client_dp_and_the_accounta
     listed = re.search(r"that take `privacy=client_dp` at their defaults: (.*?) \(a test", page, re.S).group(1)
     assert re.findall(r"`(\w+)`", listed) == accepted
     assert accountants.markdown(ROOT / "docs" / "results" / "privacy" / "accountants.jsonl") in page
+
+
+def test_a_command_after_the_accountant_was_imported_under_a_redirected_stderr_keeps_the_callers_stream(tmp_path):
+    """absl (imported by dp-accounting) keeps the stderr of its import in a handler that Hydra's logging setup
+    closes at the next command: a caller's stream must survive it (accounting.unbind_absl_stream)."""
+    import contextlib
+    import io
+    import logging.config
+    from absl import logging as absl_logging
+    from fedcluster.privacy.accounting import require_accountant
+    mine = io.StringIO()
+    handler = absl_logging.get_absl_handler().python_handler
+    kept = handler.stream
+    try:
+        handler.stream = mine                      # as if absl were first imported under this redirect
+        with contextlib.redirect_stderr(io.StringIO()):
+            require_accountant()                   # what a client_dp run calls first
+            logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})   # as Hydra does
+        assert not mine.closed
+    finally:
+        handler.stream = kept
