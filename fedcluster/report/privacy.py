@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ..results.compare import mean_interval
 from ..results.runs import discover
-from ..run_records.io import write_text
+from ..run_records.io import save_figure, write_text
+from .sections import traffic_curve
 
 KEY = "local_test_accuracy"
 
@@ -47,12 +48,11 @@ def record_of(run) -> dict:
         raise SystemExit(f"fedcluster-report privacy: {run.path} has no {KEY}; allowed: runs of a classification task")
     z, eps, mechanism = level_of(run.summary)
     comm = run.summary["communication"]
-    mb, acc = megabytes_by_round(run), accuracy_by_round(run)
     return {"run_id": run.summary["run_id"], "method": run.summary["algorithm"], "mechanism": mechanism,
             "noise_multiplier": z, "epsilon": None if math.isinf(eps) else eps, "seed": run.summary["seed"],
             "accuracy": 100 * run.summary["local"][KEY],
             "megabytes": (comm["bytes_down"] + comm["bytes_up"]) / comm["clients"] / 2 ** 20,
-            "curve": [[mb[t], a] for t, a in acc], "clusters": cluster_points(run)}
+            "curve": [list(p) for p in traffic_curve(run) if p is not None], "clusters": cluster_points(run)}
 
 
 def collect(folders) -> dict:
@@ -91,20 +91,6 @@ def table(groups: dict) -> str:
 def _read_csv(run, name):
     import pandas as pd
     return pd.read_csv(StringIO(run.files.read_text(name)))
-
-
-def accuracy_by_round(run):
-    """[(round, mean local test accuracy %)] at each evaluated round."""
-    m = _read_csv(run, "metrics.csv")
-    m = m[(m["model"] == "local") & (m["eval_set"] == "local_test") & (m["metric"] == "accuracy")]
-    return [(int(t), 100 * float(v)) for t, v in m.groupby("round")["value"].mean().items()]
-
-
-def megabytes_by_round(run) -> dict:
-    """{round: megabytes per client so far, both directions}."""
-    c = _read_csv(run, "communication.csv")
-    per_round = c.groupby("round")["bytes"].sum().cumsum() / 2 ** 20 / run.summary["communication"]["clients"]
-    return {int(t): float(v) for t, v in per_round.items()}
 
 
 def cluster_points(run):
@@ -149,7 +135,7 @@ def figures(groups: dict, out: Path) -> list:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "accuracy_vs_epsilon.png", dpi=120)
+    save_figure(out / "accuracy_vs_epsilon.png", fig, dpi=120)
     plt.close(fig)
     written.append("accuracy_vs_epsilon.png")
 
@@ -169,7 +155,7 @@ def figures(groups: dict, out: Path) -> list:
     ax.legend(fontsize=6, ncol=2)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "accuracy_vs_megabytes.png", dpi=120)
+    save_figure(out / "accuracy_vs_megabytes.png", fig, dpi=120)
     plt.close(fig)
     written.append("accuracy_vs_megabytes.png")
 
@@ -194,7 +180,7 @@ def figures(groups: dict, out: Path) -> list:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(out / "cluster_size_vs_accuracy.png", dpi=120)
+        save_figure(out / "cluster_size_vs_accuracy.png", fig, dpi=120)
         plt.close(fig)
         written.append("cluster_size_vs_accuracy.png")
     return written

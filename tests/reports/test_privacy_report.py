@@ -68,3 +68,13 @@ def test_the_studys_page_is_its_records_rendered(tmp_path):
     assert (tmp_path / "privacy_records.json").read_text() == (folder / "privacy_records.json").read_text()
     records = json.loads((folder / "privacy_records.json").read_text())
     assert len(records) == 60 and len({r["run_id"] for r in records}) == 60
+
+
+def test_a_link_planted_at_a_figures_name_is_replaced_not_written_through(runs, tmp_path):
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(b"mine")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "accuracy_vs_epsilon.png").symlink_to(outside)
+    assert report.main([str(runs), "--out", str(out)]) == 0
+    assert outside.read_bytes() == b"mine" and not (out / "accuracy_vs_epsilon.png").is_symlink()
