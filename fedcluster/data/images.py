@@ -16,6 +16,7 @@ from ..rules import AtLeast, CheckedSettings, Help, OneOf
 from .augment import CropFlip
 from .readers import READERS
 from .samples import ImageDecode
+from .source import the_reader
 
 # Label ranges of EMNIST 'byclass': 0-9 digits, 10-35 upper case, 36-61 lower case.
 SUBSETS: Dict[str, Dict[str, range]] = {
@@ -117,7 +118,7 @@ class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked 
 
     @dataclass(frozen=True)
     class Settings:
-        name: Annotated[str, OneOf(*sorted(READERS)), Help("the data set, which picks its reader")]
+        name: Annotated[str, Help("the data set's label in summaries, reports and run directory names")]
         distributions: Annotated[Sequence[dict], Help("each distribution's rotation and subset of classes")]
         root: Annotated[str, Help("the folder holding the data set's files")] = "data"
         download: Annotated[bool, Help("let torchvision download the files when they are missing")] = False
@@ -128,10 +129,13 @@ class ImageSource(CheckedSettings, group="dataset"):   # declared rules checked 
         unsupervised: Annotated[bool, Help("reconstruction targets instead of labels")] = False
         augment: Annotated[Optional[dict], Help("training batches' random crop and flip: {padding, hflip}")] = None
         normalize: Annotated[bool, Help("inputs standardised by the training pool's channel mean and std")] = False
+        reader: Annotated[Optional[str], OneOf(*sorted(READERS), None, kind="a reader of image files"),
+                          Help("which files are read: the reader of READERS (null, as in a config recorded before "
+                               "2026-12-03: the reader `name` names)")] = None
 
     def __init__(self, *args, **given):
         s = self.Settings(*args, **given)
-        name, distributions, root, download, seed = s.name, s.distributions, s.root, s.download, s.seed
+        name, distributions, root, download, seed = the_reader(s, READERS, "a reader of image files"), s.distributions, s.root, s.download, s.seed
         reader_kwargs, unsupervised, augment, normalize = s.reader_kwargs, s.unsupervised, s.augment, s.normalize
         self.specs = distribution_specs(name, distributions)
         if augment and unsupervised:

@@ -3,6 +3,8 @@ from typing import List, Protocol, Tuple
 
 import torch
 
+from ..errors import ConfigError
+
 
 class Source(Protocol):
     task: str                      # "regression" or "classification"
@@ -18,3 +20,12 @@ class Source(Protocol):
         (split, distribution) per run, so sources that hold finite data return disjoint samples.
         n=None asks for every sample available."""
         ...
+
+
+def the_reader(settings, readers, kind: str) -> str:
+    """The reader a source's settings pick: `reader`, or, in a config recorded before `name` became a label only
+    (2026-12-03; `reader` null), the one `name` names."""
+    reader = settings.reader if settings.reader is not None else settings.name
+    if reader not in readers:
+        raise ConfigError(f"dataset.reader={reader!r} is not {kind}; allowed: {sorted(readers)}")
+    return reader

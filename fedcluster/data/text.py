@@ -26,6 +26,7 @@ import torch
 from ..errors import ConfigError, DataFileError, DataNotFoundError
 from ..rng import generator
 from ..rules import AtLeast, Between, CheckedSettings, Help, OneOf
+from .source import the_reader
 
 AMAZON_DOMAINS = ("books", "dvd", "electronics", "kitchen")
 PAD, UNKNOWN = 0, 1
@@ -105,14 +106,14 @@ TEXT_SETS = {"ag_news": ("_read_ag_news", "max_len"), "amazon": ("_read_amazon",
 
 
 class TextSource(CheckedSettings, group="dataset"):
-    """AG News (`name: ag_news`, one distribution) or Amazon reviews (`name: amazon`, one
+    """AG News (`reader: ag_news`, one distribution) or Amazon reviews (`reader: amazon`, one
     distribution per domain in `domains`), with the same interface as ImageSource (pool for label
-    partitions, sample for mixture/cluster partitions). `name` picks the reader from TEXT_SETS."""
+    partitions, sample for mixture/cluster partitions). `reader` picks the reader from TEXT_SETS; `name` is a label."""
     task = "classification"
 
     @dataclass(frozen=True)
     class Settings:
-        name: Annotated[str, OneOf(*TEXT_SETS, kind="a text data set"), Help("the data set, which picks its reader")]
+        name: Annotated[str, Help("the data set's label in summaries, reports and run directory names")]
         root: Annotated[str, Help("the folder holding the data set's files")] = "data"
         vocab_size: Annotated[int, AtLeast(1), Help("the most frequent words of the training texts kept")] = 20000
         max_len: Annotated[int, AtLeast(1), Help("AG News: word ids per text, cut or padded")] = 64
@@ -123,11 +124,14 @@ class TextSource(CheckedSettings, group="dataset"):
         train_size: Annotated[Optional[int], AtLeast(1), Help("a random train_size of each training pool")] = None
         test_size: Annotated[Optional[int], AtLeast(1), Help("a random test_size of each test pool")] = None
         seed: Annotated[int, AtLeast(0)] = 0
+        reader: Annotated[Optional[str], OneOf(*TEXT_SETS, None, kind="a text data set"),
+                          Help("which files are read: a reader of TEXT_SETS (null, as in a config recorded before "
+                               "2026-12-03: the one `name` names)")] = None
 
     def __init__(self, *args, **given):
         s = self.Settings(*args, **given)
         self.name, self.seed, self.train_size, self.test_size = s.name, s.seed, s.train_size, s.test_size
-        reader, self.size_setting = TEXT_SETS[s.name]
+        reader, self.size_setting = TEXT_SETS[the_reader(s, TEXT_SETS, "a text data set")]
         self._pools, self.distribution_names, self.num_classes, self.in_shape = getattr(self, reader)(
             Path(s.root).expanduser(), vocab_size=s.vocab_size, max_len=s.max_len, domains=list(s.domains),
             test_fraction=s.test_fraction)

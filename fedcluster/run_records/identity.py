@@ -43,6 +43,20 @@ NEUTRAL_ONLY_WHERE = {("algorithm", "keep_client_state"): ("_target_", ("fedclus
                                                                       "fedcluster.algorithms.CFL")),
                       ("algorithm", "base", "client_fraction"): ("_target_", ("fedcluster.algorithms.FeSEM",))}
 
+# Keys added to say apart what another key said too: at that key's value (or null) a key is left out of the
+# identity, as for every run recorded before it, so those keep their fingerprints. 2026-12-03: an image or text
+# source's `name` was also the reader it picked; now `name` is the label and `reader` picks the files.
+ECHO_KEYS = {("dataset", "reader"): ("dataset", "name")}
+
+
+def _echoing(config: dict, path) -> bool:
+    """The added key `path` is in `config` and repeats what its ECHO_KEYS key says (or is null)."""
+    parent, echoed = _parent(config, path), ECHO_KEYS[path]
+    if parent is None or path[-1] not in parent:
+        return False
+    value = parent[path[-1]]
+    return value is None or value == (_parent(config, echoed) or {}).get(echoed[-1])
+
 
 # Top-level keys that became a component's own setting (2026-11-28), declared once: where each lives now, which a
 # user who still types one is told in one line (config/composition.py), and how earlier runs keep their identity.
@@ -117,8 +131,12 @@ def _without(config: dict, paths) -> dict:
 def comparable(config: dict) -> dict:
     """The config without the keys that do not change a run's results (and the added keys at their neutral value,
     and the retired keys)."""
-    out = {k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS}
+    out = _without_echoes({k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS})
     return _without(out, [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(out, p)])
+
+
+def _without_echoes(config: dict) -> dict:
+    return _without(config, [p for p in ECHO_KEYS if _echoing(config, p)])
 
 
 def flatten(node, prefix: str = "") -> dict:
@@ -184,7 +202,7 @@ def accepted_fingerprints(config: dict) -> set:
     found = set()
     before = unsettled(config)
     for config in [config] + ([before] if before != config else []):
-        plain = {k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS}
+        plain = _without_echoes({k: v for k, v in config.items() if k not in VOLATILE_KEYS and k not in RETIRED_KEYS})
         with_retired = {**plain, **{k: _retired_value(config, k) for k in RETIRED_KEYS}}
         here = [p for p in NEUTRAL_ADDED_KEYS if _neutral_here(plain, p)]
         found |= {_digest(_without(base, chosen)) for base in (plain, with_retired)

@@ -5,7 +5,7 @@ import torch
 from fedcluster.data import ImageSource, SyntheticRegression, federate
 from fedcluster.rng import generator
 from fedcluster.data.readers import cifar10, emnist, fashion_mnist, read_idx
-from fedcluster.errors import DataNotFoundError
+from fedcluster.errors import ConfigError, DataNotFoundError
 from fedcluster.partitions import TwoGroupMix
 from fedcluster.runner import run
 
@@ -158,3 +158,16 @@ def test_a_crafted_cifar_batch_runs_nothing(tmp_path):
     with pytest.raises(DataFileError, match="not data"):
         _cifar_batch(folder / "data_batch_1")
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_an_image_sources_name_is_a_label_and_reader_picks_the_files(tmp_path):
+    """`dataset.reader` picks the files; `name` is only the label (a config recorded before `reader` existed, with
+    none, reads the files its name names); an unknown reader is refused in one line naming it."""
+    write_mnist_like(tmp_path / "FashionMNIST" / "raw", n_train=300)
+    labelled = ImageSource(name="my_fmnist", reader="fashion_mnist", distributions=[{"rotation": 0}], root=str(tmp_path))
+    before = ImageSource(name="fashion_mnist", distributions=[{"rotation": 0}], root=str(tmp_path))
+    assert torch.equal(labelled._pools["train"][0][0], before._pools["train"][0][0])
+    with pytest.raises(ConfigError, match=r"^dataset.reader='my_fmnist' is not a reader of image files; allowed: \["):
+        ImageSource(name="my_fmnist", distributions=[{"rotation": 0}], root=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^dataset.reader='fmnist' is not a reader"):
+        ImageSource(name="x", reader="fmnist", distributions=[{"rotation": 0}], root=str(tmp_path))

@@ -63,3 +63,28 @@ def test_a_moved_top_level_key_is_refused_in_one_line_naming_where_it_lives_now(
             compose_config([f"{key}=1"])
         assert one_line(caught.value) == f"{key} is not a setting: it is {moved.now}, {moved.what}"
         assert compose_config([f"algorithm={'ifca_cam' if key == 'warmup_rounds' else 'ifca'}", f"{moved.now}=1"])
+
+
+def test_an_image_sources_reader_key_keeps_the_runs_recorded_before_it():
+    """Until 2026-12-03 an image or text source's `name` also picked the files it read; now `name` is the label and
+    `reader` the files (identity.ECHO_KEYS). Every dataset option composed today has the fingerprint and accepted
+    seals of its config recorded then (no `reader`), and a reader other than the name is another run."""
+    from fedcluster.run_records.identity import accepted_fingerprints
+    register_resolvers()
+    register_schemas()
+    readers = 0
+    for option in sorted(p.stem for p in (CONF / "dataset").glob("*.yaml")):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            from omegaconf import OmegaConf
+            now = OmegaConf.to_container(compose("config", overrides=[f"dataset={option}"]), resolve=False)
+        if "reader" not in now["dataset"]:
+            continue
+        readers += 1
+        assert now["dataset"]["reader"] == now["dataset"]["name"], option
+        before = {**now, "dataset": {k: v for k, v in now["dataset"].items() if k != "reader"}}
+        assert config_fingerprint(now) == config_fingerprint(before), option
+        assert accepted_fingerprints(now) == accepted_fingerprints(before), option
+        other = {**now, "dataset": {**now["dataset"], "reader": "something_else"}}
+        assert config_fingerprint(other) != config_fingerprint(now), option
+    assert readers >= 10
