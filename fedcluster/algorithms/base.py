@@ -19,6 +19,7 @@ from ..rules import CheckedSettings
 from .run_view import RunView
 from .fold import Fold
 from .wire import Message, exchange
+from .work import RoundWork
 
 
 @dataclass
@@ -103,6 +104,22 @@ class Algorithm(CheckedSettings, group="algorithm"):   # declared rules checked 
         lower bound."""
         fraction = getattr(self, "client_fraction", 1.0)
         return max(1, round(fraction * num_clients))
+
+    def round_work(self, t: int, num_clients: int) -> RoundWork:
+        """What round t computes (algorithms/work.py), for `fedcluster estimate`: by default every row of
+        `training_rows` trains its client's solver once and nothing is scored. A method that scores models on
+        the clients' data, trains more than the run's solver or passes over the data besides says so."""
+        return RoundWork(self.training_rows(num_clients))
+
+    def evaluated_models(self, t: int, num_clients: int) -> float:
+        """Models run over each client's sample when the method's predictors are scored (`predictors`): one, a
+        client's own, unless a predictor combines several (FedEM's mixture: M) or more are reported."""
+        return 1.0
+
+    def evaluation_training(self, t: int, num_clients: int) -> float:
+        """Samples an evaluation trains on (forward and backward) before it scores: none, unless a method's
+        predictor is adapted first (Per-FedAvg's one step per client)."""
+        return 0.0
 
     def setup(self, fed: RunView) -> None:
         raise NotImplementedError

@@ -12,6 +12,7 @@ from .base import Algorithm, RoundPlan, concat_plans
 from .model_tables import for_clients, global_mean_fold
 from .fold import Parts
 from .wire import Message, exchange, row_bytes
+from .work import RoundWork
 from ..models.rows import count_rows
 
 WARMUPS = ("fedavg", "base")
@@ -40,6 +41,23 @@ class CAM(Algorithm):
     def training_rows(self, num_clients: int) -> int:
         """A client's cluster model and the global model h, trained together (eq. 5 and 8)."""
         return 2 * self.base.training_rows(num_clients)
+
+    def round_work(self, t, num_clients):
+        """FedAvg warm-up: every client trains h alone. After it: the base method's round seen through h + f (its
+        scoring adds h's outputs, computed once over every client's training data), each of its rows trained with a
+        row of h beside it, and each row's start model run over its client's data (f's outputs, h's frozen
+        partner: eq. 8)."""
+        phase = self.phase(t)
+        if phase == "fedavg":
+            return RoundWork(num_clients)
+        base = self.base.round_work(t, num_clients)
+        if phase == "base":
+            return base
+        return RoundWork(2 * base.trained, base.solver_scale, base.scored + 1, (base.row_passes + 1) / 2)
+
+    def evaluated_models(self, t, num_clients):
+        """h + f: both models over each sample, once the warm-up is over (the warm-up serves the model it warms)."""
+        return self.base.evaluated_models(t, num_clients) + (self.phase(t) == "cam")
 
     def __init__(self, base: Algorithm, warmup_rounds: Annotated[int, Between(0, MAX_COUNT)] = 30,
                  warmup: Annotated[str, OneOf(WARMUPS)] = "fedavg"):

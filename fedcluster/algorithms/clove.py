@@ -38,6 +38,7 @@ from ..rules import AtLeast, ClientDropout, ClientFraction, Help, OneOf, Positiv
 from .base import RoundPlan, random_assignment
 from .clustered import ClusteredAlgorithm
 from .wire import cluster_choice_messages, exchange
+from .work import RoundWork
 
 CHOICES = {"clustering": ("kmeans", "agglomerative"), "embedding": ("loss", "sqrt_loss"),
            "matching": ("hungarian", "none"), "init": ("independent", "identical"),
@@ -108,6 +109,12 @@ class CLoVE(ClusteredAlgorithm):
     def setup(self, fed):
         super().setup(fed)
         self.loss_vectors: Optional[torch.Tensor] = None
+
+    def round_work(self, t, num_clients):
+        """Every round the K models' losses on every client's training data (its loss vector, lines 5-7; the
+        run scores all clients, the sampled ones' vectors are used), then each sampled client's solver (Option I)
+        or full-batch gradient (Option II: one forward and backward per sample, as one epoch)."""
+        return RoundWork(self.training_rows(num_clients), scored=self.num_clusters)
 
     def assign(self, t, fed, clients) -> torch.Tensor:
         """Lines 5-10: loss vectors -> groups -> models."""

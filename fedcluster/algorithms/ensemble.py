@@ -9,6 +9,7 @@ from ..rng import derived_seed
 from ..rules import AtLeast
 from .base import Algorithm, concat_plans
 from .fold import Parts
+from .work import RoundWork
 
 
 class Ensemble(Algorithm):
@@ -20,6 +21,15 @@ class Ensemble(Algorithm):
 
     def training_rows(self, num_clients: int) -> int:
         return sum(m.training_rows(num_clients) for m in self.members)
+
+    def round_work(self, t, num_clients):
+        """The members' rounds side by side (identical copies: K times one member's)."""
+        one, K = self.members[0].round_work(t, num_clients), len(self.members)
+        return RoundWork(K * one.trained, one.solver_scale, K * one.scored, one.row_passes)
+
+    def evaluated_models(self, t, num_clients):
+        """Every member's predictor, soft-voted."""
+        return sum(m.evaluated_models(t, num_clients) for m in self.members)
 
     def __init__(self, base: Algorithm, num_clusters: Annotated[int, AtLeast(1)] = 5):
         self.base_name = base.name

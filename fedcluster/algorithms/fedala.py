@@ -14,6 +14,7 @@ from ..rules import AtLeast, Between, ClientDropout, ClientFraction, Help, MAX_B
 from .base import Algorithm, RoundPlan
 from .model_tables import keep_trained, personal_models, sample_weighted_mean
 from .fold import gathered
+from .work import RoundWork
 
 
 @dataclass
@@ -88,6 +89,14 @@ train.batch_size, as the authors use the training batch size). W
 
     def __init__(self, *args, **given):
         vars(self).update(dataclasses.asdict(self.Settings(*args, **given)))
+
+    def round_work(self, t, num_clients):
+        """The sampled clients' solvers; after aggregation every client's ALA over rand_percent % of its training
+        data: one pass a round (a forward per sample, the gradient reaching only the top layers), its first one
+        (the end of round 1) until its losses settle, at least num_pre_loss + 1 passes (at most max_passes)."""
+        trained = self.training_rows(num_clients)
+        passes = min(self.num_pre_loss + 1, self.max_passes) if t == 0 else 1
+        return RoundWork(trained, row_passes=passes * num_clients / trained * self.rand_percent / 100)
 
     def setup(self, fed):
         self.global_model = fed.init_models(1, "centers")

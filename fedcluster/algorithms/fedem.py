@@ -10,6 +10,7 @@ from ..local_training.terms import SampleWeights
 from ..rules import AtLeast, ClientDropout, ClientFraction, OneOf
 from .base import Algorithm, RoundPlan, concat_plans, weighted_mean_rows
 from .fold import gathered
+from .work import RoundWork
 
 LOCAL_PREDICTORS = ("mixture", "top_component")
 NEWCOMER_EM_STEPS = 100   # EM on a newcomer's mixture weights alone converges in a few tens of steps
@@ -55,6 +56,15 @@ class FedEM(Algorithm):
     def training_rows(self, num_clients: int) -> int:
         """Every sampled client trains all M components."""
         return self.num_clusters * super().training_rows(num_clients)
+
+    def round_work(self, t, num_clients):
+        """The E-step scores the M components on every client's training data; each sampled client then trains
+        all M (the M-step)."""
+        return RoundWork(self.training_rows(num_clients), scored=self.num_clusters)
+
+    def evaluated_models(self, t, num_clients):
+        """Both predictors come from one pass of every component over the clients' samples."""
+        return float(self.num_clusters)
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 3,
                  client_fraction: ClientFraction = 1.0, client_dropout: ClientDropout = 0.0,

@@ -14,6 +14,7 @@ from .model_tables import personal_models
 from .fold import gathered
 from .wire import Message, row_bytes, value_bytes
 from .fedproto import WEIGHTINGS, aggregate_prototypes, class_means, round_features
+from .work import RoundWork
 
 
 def head_names(model: torch.nn.Module) -> List[str]:
@@ -137,6 +138,15 @@ class FedPAC(Algorithm):
                               f"{type(fed.model).__name__} has only {self._head}")
         self.local = personal_models(fed)
         self.centroids, self.have = None, None
+
+    def round_work(self, t, num_clients):
+        """Each sampled client's head epochs (a forward per sample: the frozen extractor needs no gradient, the
+        head's is small beside it), its extractor's solver, and two feature passes over its data (the statistics
+        at the start model, the centroids at the trained one). A head phase of the run's own length (null)
+        counts as a second solver."""
+        head = self.head_epochs
+        return RoundWork(self.training_rows(num_clients), 1.0 + (head is None),
+                         row_passes=2.0 + (head if head is not None else 0))
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)

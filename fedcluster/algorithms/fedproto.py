@@ -14,6 +14,7 @@ from .base import Algorithm, RoundPlan
 from .model_tables import keep_trained, personal_models
 from .fold import gathered
 from .wire import Message, value_bytes
+from .work import RoundWork
 
 WEIGHTINGS = ("clients", "samples")
 
@@ -84,6 +85,10 @@ class FedProto(Algorithm):
             raise ConfigError("algorithm=fedproto needs a classification data set (its prototypes are per class)")
         self.local = personal_models(fed)
         self.prototypes, self.have = None, None
+
+    def round_work(self, t, num_clients):
+        """Each sampled client's solver, then its features over its training data for its prototypes (eq. 1)."""
+        return RoundWork(self.training_rows(num_clients), row_passes=1.0)
 
     def plan(self, t, fed):
         clients = fed.sample_clients(self.client_fraction, t, self.client_dropout)

@@ -12,6 +12,7 @@ from .base import Algorithm, RunView, RoundPlan
 from .model_tables import personal_models
 from .fold import KeepRows
 from .wire import Message, row_bytes, value_bytes
+from .work import RoundWork
 
 
 def importance_weights(per_sample_losses: torch.Tensor, sizes: torch.Tensor, smoother: float) -> torch.Tensor:
@@ -52,6 +53,15 @@ class FedSoft(Algorithm):
     def training_rows(self, num_clients: int) -> int:
         """The union of the S selections of `selection_size` clients (each trains its own model)."""
         return max(1, min(num_clients, self.num_clusters * self.selection_size))
+
+    def round_work(self, t, num_clients):
+        """Every tau rounds the S centers' losses on every client's training data (the importance weights, eq. 4),
+        then the union of the S selections trains: N (1 - (1 - s/N)^S) clients expected were each selection s
+        distinct clients drawn alike (with replacement, s draws each); the draws follow v_s (eq. 6), so the union
+        a run trains varies around it."""
+        s, N = min(self.selection_size, num_clients), max(1, num_clients)
+        miss = (1 - 1 / N) ** s if self.replacement else 1 - s / N
+        return RoundWork(N * (1 - miss ** self.num_clusters), scored=self.num_clusters if t % self.tau == 0 else 0)
 
     def __init__(self, num_clusters: Annotated[int, AtLeast(1)] = 2, lam: Annotated[float, AtLeast(0)] = 1.0,
                  tau: Annotated[int, AtLeast(1)] = 2, selection_size: Annotated[int, AtLeast(1)] = 60,

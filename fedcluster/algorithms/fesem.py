@@ -11,6 +11,7 @@ from .clustered import ClusteredAlgorithm
 from .model_tables import keep_trained, personal_models
 from .fold import gathered
 from .kmeans import cluster_means, flatten, kmeans_plus_plus, weighted_kmeans
+from .work import RoundWork
 
 DISTANCES = ("all", "fc")
 
@@ -68,6 +69,14 @@ class FeSEM(ClusteredAlgorithm):
         self.assignment = torch.zeros(fed.num_clients, dtype=torch.long, device=fed.device)
         self.centers = None
         self._keys = fc_parameter_names(fed.model) if self.distance_on == "fc" else None
+
+    def round_work(self, t, num_clients):
+        """Before the first clustering (the first local_rounds rounds) every client trains its own model, for
+        startup_epochs passes where set; then the sampled clients train from their centers (the E-step's
+        distances are between parameters: no pass over data)."""
+        if t < self.local_rounds:
+            return RoundWork(num_clients, epochs=self.startup_epochs)
+        return RoundWork(self.training_rows(num_clients))
 
     @property
     def clustered(self) -> bool:

@@ -11,6 +11,7 @@ from .base import RoundPlan, random_assignment
 from .clustered import FIRST_ROUNDS, INITS, ClusteredAlgorithm
 from .fold import MixedSums
 from .wire import cluster_choice_messages, exchange
+from .work import RoundWork
 
 UPDATES = ("mean", "eq6")
 
@@ -49,6 +50,15 @@ class IFCA(ClusteredAlgorithm):
         self.num_clusters, self.client_fraction, self.update = num_clusters, client_fraction, update
         self.client_dropout = client_dropout
         self.init, self.first_round, self.report_label_pick = init, first_round, report_label_pick
+
+    def round_work(self, t, num_clients):
+        """Every round each client's loss under each of the K models on its training data (eq. 3), then its
+        solver from its model."""
+        return RoundWork(self.training_rows(num_clients), scored=self.num_clusters)
+
+    def evaluated_models(self, t, num_clients):
+        """A client's own model; with report_label_pick also each of the K models (the pick by their losses)."""
+        return 1.0 + (self.num_clusters if self.report_label_pick else 0)
 
     def plan(self, t, fed):
         self.loss_vectors = fed.mean_train_losses(self.centers)      # [N, K], kept for the loss heatmap

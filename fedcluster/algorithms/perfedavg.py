@@ -13,6 +13,7 @@ from .base import Algorithm
 from .model_tables import copies
 from .fold import Then
 from .fedavg import FedAvg
+from .work import RoundWork
 
 VARIANTS = ("fo", "hf")
 
@@ -56,6 +57,15 @@ class PerFedAvg(FedAvg):
         plan.terms.append(MetaStep(self.alpha, fed.batch_size // self.parts, self.variant, self.delta,
                                    len(plan.clients), like))
         return plan
+
+    def round_work(self, t, num_clients):
+        """Each sampled client's solver, each step's batch cut into parts: `fo` takes a gradient on each of its two
+        halves (one batch's work), `hf` on its first two thirds and two more on the third (4/3 of a batch)."""
+        return RoundWork(self.training_rows(num_clients), 1.0 if self.variant == "fo" else 4 / 3)
+
+    def evaluation_training(self, t, num_clients):
+        """Each client's one step on `eval_batch` of its training samples before it is scored (`personalise`)."""
+        return float(num_clients * self.eval_batch)
 
     def aggregation(self, t, plan, fed):
         """FedAvg's mean; then the personal models of the last evaluation are stale."""
