@@ -186,6 +186,7 @@ def help_text(conf: Path) -> str:
              "FedSoft, Fed-CAM and CLoVE and their baselines, listed below), and reproduces the papers' tables.",
              "", "Usage: fedcluster [group=option ...] [key=value ...]      one run",
              "       fedcluster -m key=a,b seed=0,1,2 ...              a sweep (one run per combination)",
+             "       fedcluster estimate [the same arguments]           its FLOPs and hours here, before it runs",
              "", "Config groups (group=option):"]
     from ..config.plugins import group_options, load
     for group in GROUPS:
@@ -257,6 +258,13 @@ def main() -> None:
         except ConfigError as e:
             _fail(str(e))
         sys.exit(show_main(sys.argv[2:], conf))
+    if sys.argv[1:2] == ["estimate"]:   # what a run or sweep will compute and how long it takes here (cost/)
+        from ..cost.estimate import main as estimate_main
+        try:
+            conf = config_dir()
+        except ConfigError as e:
+            _fail(str(e))
+        sys.exit(estimate_main(sys.argv[2:], conf))
     flag = _unknown_flag(sys.argv[1:])
     if flag is not None:
         setting = flag.lstrip("-")

@@ -26,6 +26,7 @@ class Work:
     score: float = 0.0
     evaluate: float = 0.0
     per_round: Dict[int, float] = field(default_factory=dict)
+    computed: Dict[int, float] = field(default_factory=dict)   # each round's training and scoring, without evaluation
 
     @property
     def total(self) -> float:
@@ -43,8 +44,9 @@ def solver_samples(trainer, n: torch.Tensor, width: int, seed: int) -> float:
     return float(trainer.schedule(n.cpu(), width, g).active_counts().sum()) / max(1, len(n))
 
 
-def run_work(cfg, fed, alg, trainer, flops: SampleFlops = None) -> Work:
-    """The FLOPs of `cfg`'s rounds on its built run (fed, alg after `alg.setup(fed)`, trainer)."""
+def run_work(cfg, fed, alg, trainer, flops: SampleFlops = None, rounds: int = None) -> Work:
+    """The FLOPs of `cfg`'s rounds (its first `rounds`) on its built run (fed, alg after `alg.setup(fed)`,
+    trainer)."""
     flops = flops or sample_flops(fed.build_model, tuple(fed.data.in_shape))
     data, N = fed.data, fed.num_clients
     row = solver_samples(trainer, data.train.n, int(data.train.x.shape[1]), cfg.seed)
@@ -56,7 +58,7 @@ def run_work(cfg, fed, alg, trainer, flops: SampleFlops = None) -> Work:
         + (train_padded if cfg.get("eval_round_start_train") else 0)
     centers_eval = K * sum(len(y) for _, y in data.source_test)
     work = Work()
-    for t in range(cfg.rounds):
+    for t in range(cfg.rounds if rounds is None else rounds):
         w = alg.round_work(t, N)
         samples = row if w.epochs is None else w.epochs * mean_n
         train = w.trained * w.solver_scale * samples * flops.train
@@ -66,4 +68,5 @@ def run_work(cfg, fed, alg, trainer, flops: SampleFlops = None) -> Work:
                     + alg.evaluation_training(t, N) * flops.train) if evaluated else 0.0
         work.train, work.score, work.evaluate = work.train + train, work.score + score, work.evaluate + evaluate
         work.per_round[t] = train + score + evaluate
+        work.computed[t] = train + score
     return work

@@ -46,6 +46,8 @@ def left_out(command: str) -> bool:
 def jobs(command: str):
     """The override lists of a command's jobs: every combination of a sweep's comma lists."""
     args = shlex.split(command)[1:]
+    if args[:1] == ["estimate"]:   # `fedcluster estimate <a run's arguments>`: those arguments' jobs compose
+        args = [a for a in args[1:] if a not in ("--json", "--recalibrate")]   # (tests/cli/test_estimate.py runs it)
     sweep = "-m" in args or "--multirun" in args
     args = [a for a in args if a not in ("-m", "--multirun")]
     choices = []

@@ -1,0 +1,183 @@
+"""This machine's speed for a model, measured: FLOP/s of local training (the run's engine and solver on its own
+clients' data) and of scoring (the losses of one model over clients' training data, no autograd), from a short
+calibration on the run as built, kept per machine and model in a JSON file (FEDCLUSTER_RATES, default
+~/.cache/fedcluster/rates.json) so that a later estimate of the same model on this machine measures nothing.
+
+Training is timed on a FedAvg-like plan of c of the run's clients from one model: one client first, untimed
+(first-call costs), then c clients chosen so the timed call takes about TARGET_SECONDS; its FLOPs are the samples
+its schedule puts through the model times the model's FLOPs per sample (flops.py). Scoring is timed the same way
+over the first clients' training data. A rate is a property of the model, its batch, the engine and the machine's
+threads, not of the method: every method's work is counted in these two kinds (cost/count.py)."""
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+TARGET_SECONDS = 2.0
+RATES_ENV = "FEDCLUSTER_RATES"
+
+
+@dataclass(frozen=True)
+class Rates:
+    train: float      # FLOP/s of local training (forward and backward, optimizer steps)
+    forward: float    # FLOP/s of scoring
+    measured: str = ""   # when (UTC)
+    round_seconds: float = 0.0   # a method's time per round that grows with no FLOP count (k-means, a QP, Python)
+
+
+def rates_path() -> Path:
+    return Path(os.environ.get(RATES_ENV) or Path.home() / ".cache" / "fedcluster" / "rates.json")
+
+
+def machine_key(device: torch.device) -> str:
+    """The processor (or GPU) and the threads a run gets, which the rates belong to."""
+    from ..hardware import machine
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (cuda)"
+    return f"{machine()['cpu']}, {torch.get_num_threads()} threads"
+
+
+def model_key(cfg, fed, engine: str) -> str:
+    """What a rate depends on besides the machine: the model and its size, its inputs, the solver's batch and
+    optimizer, the gradient formulation and the dtype."""
+    params = sum(p.numel() for p in fed.model.parameters())
+    return (f"{type(fed.model).__name__} ({params} parameters) on {tuple(fed.data.in_shape)}, batch "
+            f"{cfg.train.batch_size}, {cfg.train.optimizer}, engine {engine}, {str(fed.dtype).replace('torch.', '')}")
+
+
+def load(path: Optional[Path] = None) -> dict:
+    """The kept rates ({machine: {model: Rates}}); a file that cannot be read is no rates (it is measured again)."""
+    path = path or rates_path()
+    try:
+        raw = json.loads(path.read_text())
+        return {m: {k: Rates(**v) for k, v in models.items()} for m, models in raw.items()}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def save(rates: dict, path: Optional[Path] = None) -> None:
+    """Written whole to a temporary file and renamed over the old one."""
+    path = path or rates_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({m: {k: asdict(r) for k, r in models.items()} for m, models in rates.items()},
+                              indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _timed(fn) -> float:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def measure(cfg, fed, trainer, engine: str, chunk, flops) -> Rates:
+    """Time the run's local training and scoring on its own clients (module docstring)."""
+    from ..algorithms.base import RoundPlan
+    from ..algorithms.model_tables import for_clients
+    from ..local_training.clients import run_clients
+    from ..local_training.forward import losses_on_clients
+    from .count import solver_samples
+    tr, N = fed.data.train, fed.num_clients
+    start = fed.init_models(1, "calibration")
+
+    def train(c):
+        clients = torch.arange(c, device=fed.device)
+        run_clients(0, RoundPlan(clients, for_clients(start, clients)), trainer, tr, engine, cfg.seed, None, chunk)
+
+    def score(c):
+        with torch.inference_mode():
+            losses_on_clients(fed.model, fed.data.task, start, tr.x[:c], tr.y[:c], tr.mask[:c])
+
+    def timed(fn, flops_of):
+        _timed(lambda: fn(1))   # first-call costs: not counted
+        one = _timed(lambda: fn(1))
+        c = int(min(N, max(1, TARGET_SECONDS / max(one, 1e-4))))
+        took = one if c == 1 else _timed(lambda: fn(c))
+        return flops_of(c) / max(took, 1e-9)
+
+    width = int(tr.x.shape[1])
+    trained = lambda c: c * solver_samples(trainer, tr.n[:c], width, cfg.seed) * flops.train   # noqa: E731
+    return Rates(train=timed(train, trained), forward=timed(score, lambda c: c * width * flops.forward),
+                 measured=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+
+
+CALIBRATION_ROUNDS = 2
+
+
+def method_key(cfg) -> str:
+    """A method's own rounds run at their own speed per FLOP (Per-FedAvg's two gradients a step, FedALA's per-client
+    weight learning, k-means): the method and its settings, beside the model's key."""
+    import hashlib
+    from omegaconf import OmegaConf
+    node = OmegaConf.to_container(cfg.algorithm, resolve=True)
+    return f"{cfg.algorithm.name} {hashlib.sha256(json.dumps(node, sort_keys=True, default=str).encode()).hexdigest()[:8]}"
+
+
+def measure_method(cfg, fed, trainer, engine: str, chunk, flops, plain: Rates) -> Rates:
+    """The method's own rounds as time = round_seconds + FLOPs / train, a line through two measurements: its first
+    CALIBRATION_ROUNDS rounds (plan, local training, aggregation: what a round of the run does besides evaluating,
+    after one untimed round of a fresh copy) on its first c clients and on about half as many, c as many as about
+    TARGET_SECONDS at the plain rates allow, at least twice its clusters, more where the method needs more (FedSoft's
+    selections). Their FLOPs are counted as the estimate counts a job's (count.py). What a round costs whatever its
+    FLOPs (k-means over the clients' vectors, FedPAC's QP, Python per client) is the line's intercept; with one size
+    (a run of few clients) it is left at 0."""
+    from dataclasses import replace
+    from ..assemble import make
+    from ..data.holdout import subset
+    from ..errors import ConfigError
+    from ..local_training.clients import client_chunks
+    from .count import run_work
+    N = fed.num_clients
+    probe = make(cfg.algorithm)
+    probe.setup(fed)
+    per_client = sum(run_work(cfg, fed, probe, trainer, flops, rounds=CALIBRATION_ROUNDS).computed.values()) / max(N, 1)
+    K = int(cfg.get("num_clusters") or 1)
+    least = min(N, max(2 * K, 2))
+
+    def view_of(c):
+        """A view of the first c clients and a method set up on it (more clients where it needs more)."""
+        while True:
+            view = replace(fed, data=subset(fed.data, list(range(c))), newcomers=None, newcomer_ids=())
+            alg = make(cfg.algorithm)
+            try:
+                alg.setup(view)
+                return c, view, alg
+            except (ConfigError, ValueError):   # a setting the method needs more clients for
+                if c >= N:
+                    raise
+                c = min(N, 2 * c)
+
+    def rounds(alg, view, count):
+        for t in range(count):
+            plan = alg.plan(t, view)
+            aggregation = alg.aggregation(t, plan, view)
+            if len(plan.clients):
+                for rows, result in client_chunks(t, plan, trainer, view.data.train, engine, cfg.seed, chunk):
+                    aggregation.add(rows, result.params)
+            aggregation.finish()
+
+    def point(c):
+        c, view, alg = view_of(c)
+        warm = make(cfg.algorithm)   # first-call costs (a library's import, kernels' first use): not counted
+        warm.setup(view)
+        rounds(warm, view, 1)
+        work = sum(run_work(cfg, view, alg, trainer, flops, rounds=CALIBRATION_ROUNDS).computed.values())
+        return c, work, _timed(lambda: rounds(alg, view, CALIBRATION_ROUNDS))
+
+    big = int(min(N, max(least, TARGET_SECONDS * plain.train / max(per_client, 1.0))))
+    c2, w2, s2 = point(big)
+    c1, w1, s1 = point(max(least, c2 // 2)) if c2 > least else (c2, w2, s2)
+    if c1 == c2 or w2 <= w1 or s2 <= s1:   # one size, or a difference lost in noise: no intercept
+        return Rates(w2 / max(s2, 1e-9), plain.forward, plain.measured)
+    rate = (w2 - w1) / (s2 - s1)
+    fixed = max(0.0, s2 - w2 / rate) / CALIBRATION_ROUNDS
+    return Rates(rate, plain.forward, plain.measured, fixed)
