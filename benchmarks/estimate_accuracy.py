@@ -4,14 +4,16 @@ unless --threads): (wall(R2 rounds) - wall(R1 rounds)) / (R2 - R1) of each, so t
 estimate leaves out, cancel. The estimate measures this machine's rates itself (into a rates file of its own in
 a temporary folder, so a kept one is neither read nor changed).
 
-Workloads (the three of issue 79, jobs of the papers' presets):
+Workloads (jobs of the papers' presets: the three model and batch kinds of issue 79, and a label-skews job):
   a: GenConvNet, batch 100 (CLoVE, +preset=clove/images, label skew 1: 25 clients, K = 4 models scored a round)
   b: GenConvNet, batch 10 (FeSEM's solver in the same preset: small steps, its per-step cost beside its FLOPs)
   c: the FedAvg CNN (1.66M parameters; FedAvg in +preset=cam/fmnist/table1's first cell: 20 clients, 10 steps of 32)
+  d: GenConvNet, batch 100 (CLoVE in +preset=clove/label_skews_3_4, label skew 3: 25 clients, K = 5)
 
 Usage: python benchmarks/estimate_accuracy.py [--json] [--only a,c] [--rounds R1,R2] [--threads 1]
        python benchmarks/estimate_accuracy.py --smoke --data-root DIR     # CI: tiny sizes on fake data
---smoke: one estimate and one run of R2 = 2 rounds per workload (no difference of two), so the code paths run.
+--smoke: one estimate and one run of 2 rounds per workload (no difference of two), in this process, so the code
+paths run (the figures then mean nothing).
 A workload that fails is one line on stderr naming it; the others go on; the exit status is then 1."""
 import argparse
 import json
@@ -35,6 +37,9 @@ WORKLOADS = {
                                                       "partition.num_clients=20", "dataset.train_size=6000",
                                                       "dataset.test_size=1000", "seed=0", "algorithm=fedavg"],
           ["partition.num_clients=5", "dataset.train_size=200", "dataset.test_size=50"], (2, 8)),
+    "d": ("GenConvNet batch 100 (CLoVE, label skew 3)", ["+preset=clove/label_skews_3_4", "hydra.mode=RUN",
+                                                        "partition=label_skew3", "algorithm=clove", "seed=0"],
+          ["partition.samples_per_client=20", "partition.test_samples_per_client=5"], (2, 14)),
 }
 COMMON = ["plots=false", "progress=false", "checkpoint_every=0"]
 
@@ -56,14 +61,27 @@ def measured(job, rounds, env, where: Path) -> float:
     return float(json.loads((out / "summary.json").read_text())["wall_time_s"])
 
 
+def in_process(job, where: Path, rates: str):
+    """(the estimate's seconds, the run's wall seconds) of `job`, both in this process (--smoke)."""
+    os.environ["FEDCLUSTER_RATES"] = rates
+    from fedcluster.config.store import compose_config, config_dir
+    from fedcluster.cost.estimate import estimate
+    from fedcluster.cost import rates as calibration
+    from fedcluster.runner import run
+    calibration.TARGET_SECONDS = 0.2   # a calibration's timed calls, shortened: the code runs, the rates mean nothing
+    _, (cost,) = estimate(job, config_dir())
+    summary = run(compose_config(job), where / "run")
+    return cost["seconds"], float(summary["wall_time_s"])
+
+
 def workload(key: str, args, env) -> dict:
     title, job, tiny, lengths = WORKLOADS[key]
     job = job + COMMON + (tiny if args.smoke else []) + ([f"dataset.root={args.data_root}"] if args.data_root else [])
     r1, r2 = args.rounds or lengths
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(env, FEDCLUSTER_RATES=str(Path(tmp) / "rates.json"))
-        if args.smoke:   # one estimate and one run: they compose and run; the figures mean nothing at this size
-            pred, meas = predicted(job, r2, env), measured(job, r2, env, Path(tmp))
+        if args.smoke:   # one estimate and one run, in this process: they compose and run; the figures mean nothing
+            pred, meas = in_process(job + [f"rounds={r2}"], Path(tmp), env["FEDCLUSTER_RATES"])
         else:
             pred = (predicted(job, r2, env) - predicted(job, r1, env)) / (r2 - r1)
             meas = (measured(job, r2, env, Path(tmp)) - measured(job, r1, env, Path(tmp))) / (r2 - r1)

@@ -184,3 +184,13 @@ def test_the_accountants_benchmark_runs_in_its_smoke_form():
     assert 0 < row["dp_accounting_pld"] < row["dp_accounting_rdp"]
     for name in ("opacus_rdp", "opacus_prv"):
         assert isinstance(row[name], float) or row[name] == "not installed"
+
+
+def test_the_estimate_benchmark_runs_in_its_smoke_form(fake_root):
+    """benchmarks/estimate_accuracy.py --smoke: each workload's estimate and run compose and run (tiny sizes)."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "estimate_accuracy.py"), "--smoke", "--json",
+                          "--data-root", str(fake_root)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["workload"] for r in rows] == ["a", "b", "c", "d"]
+    assert all(r["predicted_seconds_per_round"] > 0 and r["measured_seconds_per_round"] > 0 for r in rows)
