@@ -1,7 +1,10 @@
 """What a finished run leaves in its directory: metrics.csv, assignments.csv, cluster_sizes.csv,
 participation.csv (where the method samples clients), communication.csv (what crossed the wire),
-the algorithm's own tables (`Algorithm.artifacts`), figures, and summary.json last (its presence
-marks the run finished)."""
+the algorithm's own tables (`Algorithm.artifacts`), summary.json (its presence marks the run finished), and then
+the figures (plots=true), which no other file waits for."""
+
+import time
+from typing import Optional
 
 import numpy as np
 
@@ -23,8 +26,13 @@ def communication_table(rows, num_clients: int):
     return frame
 
 
-def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
-    """A finished run's tables and summary.json (run: settled.SettledRun)."""
+def write_results(run, wall: float, ids: dict, peak_mb=None, timings: Optional[dict] = None) -> dict:
+    """A finished run's tables and summary.json (run: settled.SettledRun), then its figures: a run is finished once
+    its summary is written, and drawing (seconds of matplotlib) waits for nothing of it. `timings`: this process's
+    seconds before the first round it trained (`setup_s`: building the data, model and method, claiming the
+    directory) and in its rounds (`rounds_s`), with the seconds writing the tables and summary (`results_s`) added
+    here: summary.json's `timings`."""
+    written = time.time()
     out, cfg, fed, alg, record, engine, hw = run.out, run.cfg, run.fed, run.alg, run.record, run.engine, run.hw
     import pandas as pd   # imported when used: a refused run never loads pandas
     frame = pd.DataFrame(record.metrics)
@@ -57,6 +65,13 @@ def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
     tables = alg.artifacts()
     for name, table in tables.items():
         write_csv(out / f"{name}.csv", table)
+    if timings is not None:
+        summary["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, "results_s": round(time.time() - written, 3)}
+    summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
+                                                         "participation.csv", "communication.csv",
+                                                         *(f"{name}.csv" for name in tables)])
+    write_json(out / "summary.json", summary)
+    RunRecord.drop_checkpoint(out)
     if cfg.plots:
         from .plots import write_loss_heatmap, write_run_figures
         write_run_figures(out, frame, pd.DataFrame(record.assignments), fed.data, summary, pd.DataFrame(record.sizes))
@@ -65,10 +80,5 @@ def write_results(run, wall: float, ids: dict, peak_mb=None) -> dict:
             truth = fed.data.cluster_truth
             write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
-    summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
-                                                         "participation.csv", "communication.csv",
-                                                         *(f"{name}.csv" for name in tables)])
-    write_json(out / "summary.json", summary)
-    RunRecord.drop_checkpoint(out)
     return summary
 

@@ -134,6 +134,7 @@ def _write_run(run: SettledRun, reporting: Reporting) -> dict:
     try:
         for lg in loggers:
             lg.open(out, requested, ids, record.metrics, record.next_round)
+        first_round_at = time.time()
         for t in range(record.next_round, cfg.rounds):
             signals.check()   # a stop noted since the last safe point (signals.py)
             last = t == cfg.rounds - 1
@@ -179,7 +180,8 @@ def _write_run(run: SettledRun, reporting: Reporting) -> dict:
             bar = None
         peak = (round(torch.cuda.max_memory_allocated(hw.torch_device) / 2 ** 20, 1)
                 if hw.torch_device.type == "cuda" else None)
-        summary = write_results(run, record.elapsed + time.time() - started, ids, peak)
+        timings = {"setup_s": first_round_at - started, "rounds_s": time.time() - first_round_at}
+        summary = write_results(run, record.elapsed + time.time() - started, ids, peak, timings)
         return summary
     except KeyboardInterrupt as e:
         raise RunInterrupted(out, done, cfg.rounds, checkpointed, getattr(e, "signum", 2)) from None

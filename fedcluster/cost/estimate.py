@@ -23,7 +23,7 @@ def job_cost(cfg, kept: dict, recalibrate: bool) -> dict:
     from ..data.budget import rows_per_chunk
     from .count import run_work
     from .flops import sample_flops
-    from .rates import machine_key, measure, measure_method, method_key, model_key
+    from .rates import machine_key, measure, measure_method, method_key, model_key, rates_path
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     fed.batched_forward = engine == "batched"
@@ -36,12 +36,15 @@ def job_cost(cfg, kept: dict, recalibrate: bool) -> dict:
     known = kept.setdefault(machine, {})
     rates = None if recalibrate else known.get(model)
     if rates is None:
+        print(f"fedcluster estimate: measuring {model} on {machine} (once: kept in {rates_path()})", file=sys.stderr,
+              flush=True)
         rates = known[model] = measure(cfg, fed, trainer, engine, chunk, flops)
     method = f"{model}; {method_key(cfg)}"
     rounds = None if recalibrate else known.get(method)
-    if rounds is None:   # the method's own rounds: FLOP/s and seconds a round beside its FLOPs
+    if rounds is None:   # the method's own rounds: their FLOP/s
+        print(f"fedcluster estimate: measuring {cfg.algorithm.name}'s rounds", file=sys.stderr, flush=True)
         rounds = known[method] = measure_method(cfg, fed, trainer, engine, chunk, flops, rates)
-    seconds = cfg.rounds * rounds.round_seconds + (work.train + work.score) / rounds.train + work.evaluate / rates.forward
+    seconds = (work.train + work.score) / rounds.train + work.evaluate / rates.forward
     threads = 1 if hw.torch_device.type == "cuda" else torch.get_num_threads()
     return {"method": str(cfg.algorithm.name), "flops": work.total, "train_flops": work.train,
             "score_flops": work.score, "evaluate_flops": work.evaluate, "seconds": seconds, "threads": threads,
