@@ -148,18 +148,13 @@ def show(args: List[str], conf: Path) -> str:
 
 
 def main(args: List[str], conf: Path) -> Optional[int]:
-    from ..config.composition import one_line
-    from ..errors import ConfigError
+    from ..config.composition import refusal
     try:
         text = show(args, conf)
-    except ConfigError as e:   # a value the run would refuse: the run's own line
-        print(f"fedcluster: error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
-        print(f"fedcluster: error: {e} ({USAGE})", file=sys.stderr)
-        return 2
-    except Exception as e:   # noqa: BLE001 -- Hydra's composition errors (a misspelt key or option), as the CLI words them
-        line = one_line(e, conf)
+    except Exception as e:   # noqa: BLE001 -- a refusal in one line: the run's own, or bad arguments to show
+        line = refusal(e, conf)
+        if line is None and isinstance(e, ValueError):
+            line = f"{e} ({USAGE})"
         if line is None:
             raise
         print(f"fedcluster: error: {line}", file=sys.stderr)

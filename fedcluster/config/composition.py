@@ -141,6 +141,16 @@ def one_line(error: BaseException, conf: Optional[Path] = None) -> Optional[str]
     return None
 
 
+def refusal(error: BaseException, conf: Optional[Path] = None) -> Optional[str]:
+    """The one line a command (`fedcluster show`, `fedcluster estimate`) prints for `error` before exiting 2: a value
+    the run would refuse or data it would not find, in the run's own words, or Hydra's composition error (a misspelt
+    key or option) as the CLI words it; None for anything else (a bug: it propagates)."""
+    from ..errors import ConfigError, DataNotFoundError
+    if isinstance(error, (ConfigError, DataNotFoundError)):
+        return str(error)
+    return one_line(error, conf)
+
+
 def _declared(target: str) -> Optional[set]:
     """The keys a node instantiating `target` may have (None: unknown, not checked)."""
     import inspect

@@ -92,8 +92,7 @@ def estimate(arguments: List[str], conf: Path, recalibrate: bool = False) -> tup
 
 
 def main(args: List[str], conf: Path) -> int:
-    from ..config.composition import one_line
-    from ..errors import ConfigError, DataNotFoundError
+    from ..config.composition import refusal
     as_json, recalibrate = "--json" in args, "--recalibrate" in args
     arguments = [a for a in args if a not in ("--json", "--recalibrate")]
     bad = next((a for a in arguments if a.startswith("-") and a not in ("-m", "--multirun")), None)
@@ -102,11 +101,8 @@ def main(args: List[str], conf: Path) -> int:
         return 2
     try:
         sweep, costs = estimate(arguments, conf, recalibrate)
-    except (ConfigError, DataNotFoundError) as e:   # a value the run would refuse, data it would not find: its line
-        print(f"fedcluster: error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:   # noqa: BLE001 -- Hydra's composition errors (a misspelt key or option), as the CLI words them
-        line = one_line(e, conf)
+    except Exception as e:   # noqa: BLE001 -- what the run would refuse, in its one line (composition.refusal)
+        line = refusal(e, conf)
         if line is None:
             raise
         print(f"fedcluster: error: {line}", file=sys.stderr)
