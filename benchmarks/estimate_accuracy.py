@@ -65,7 +65,7 @@ def in_process(job, where: Path, rates: str):
     """(the estimate's seconds, the run's wall seconds) of `job`, both in this process (--smoke)."""
     os.environ["FEDCLUSTER_RATES"] = rates
     from fedcluster.config.store import compose_config, config_dir
-    from fedcluster.cost.estimate import estimate
+    from fedcluster.command.estimate import estimate
     from fedcluster.cost import rates as calibration
     from fedcluster.runner import run
     calibration.TARGET_SECONDS = 0.2   # a calibration's timed calls, shortened: the code runs, the rates mean nothing

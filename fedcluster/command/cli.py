@@ -259,7 +259,7 @@ def main() -> None:
             _fail(str(e))
         sys.exit(show_main(sys.argv[2:], conf))
     if sys.argv[1:2] == ["estimate"]:   # what a run or sweep will compute and how long it takes here (cost/)
-        from ..cost.estimate import main as estimate_main
+        from .estimate import main as estimate_main
         try:
             conf = config_dir()
         except ConfigError as e:

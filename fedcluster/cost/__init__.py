@@ -1,3 +1,2 @@
-"""What a run or sweep costs before it runs: FLOPs counted from the model's layers and the protocol (count.py,
-flops.py), this machine's measured rates (rates.py), the jobs a command line runs (jobs.py), and the
-`fedcluster estimate` command (estimate.py)."""
+"""What a run costs before it runs: FLOPs counted from the model's layers and the protocol (count.py, flops.py)
+and this machine's measured rates (rates.py), which the `fedcluster estimate` command (command/estimate.py) reads."""

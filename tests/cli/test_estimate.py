@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import CONF
-from fedcluster.cost import estimate as estimate_module
+from fedcluster.command import estimate as estimate_module
 from fedcluster.cost import rates as rates_module
 
 SMALL = ["partition.num_clients=10", "rounds=3"]

@@ -21,9 +21,9 @@ def job_cost(cfg, kept: dict, recalibrate: bool) -> dict:
     import torch
     from ..assemble import build, choose_engine
     from ..data.budget import rows_per_chunk
-    from .count import run_work
-    from .flops import sample_flops
-    from .rates import machine_key, measure, measure_method, method_key, model_key, rates_path
+    from ..cost.count import run_work
+    from ..cost.flops import sample_flops
+    from ..cost.rates import machine_key, measure, measure_method, method_key, model_key, rates_path
     hw, fed, alg, trainer = build(cfg)
     engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
     fed.batched_forward = engine == "batched"
@@ -76,9 +76,9 @@ def table(rows: List[dict], sweep: bool) -> str:
 
 def estimate(arguments: List[str], conf: Path, recalibrate: bool = False) -> tuple:
     """(whether it is a sweep, one cost per job)."""
-    from ..command.show import checked_config
-    from .jobs import job_overrides
-    from .rates import load, save
+    from .show import checked_config
+    from .sweep_jobs import job_overrides
+    from ..cost.rates import load, save
     sweep, jobs = job_overrides(arguments, conf)
     kept, costs, seen = load(), [], {}
     for job in jobs:

@@ -11,8 +11,8 @@ def job_overrides(arguments: List[str], conf: Path) -> Tuple[bool, List[List[str
     """(whether it is a sweep, each job's overrides)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
-    from ..command.rows_sweeper import row_jobs
-    from ..command.swept_groups import per_job
+    from .rows_sweeper import row_jobs
+    from .swept_groups import per_job
     from ..config.store import GROUP_PACKAGES, compose_config
     flags = {"-m", "--multirun"}
     overrides = per_job([a for a in arguments if a not in flags], GROUP_PACKAGES)
