@@ -1,7 +1,7 @@
 """What a finished run leaves in its directory: metrics.csv, assignments.csv, cluster_sizes.csv,
 participation.csv (where the method samples clients), communication.csv (what crossed the wire),
-the algorithm's own tables (`Algorithm.artifacts`), summary.json (its presence marks the run finished), and then
-the figures (plots=true), which no other file waits for."""
+the algorithm's own tables (`Algorithm.artifacts`), figures, and summary.json last (its presence
+marks the run finished)."""
 
 import time
 from typing import Optional
@@ -27,11 +27,11 @@ def communication_table(rows, num_clients: int):
 
 
 def write_results(run, wall: float, ids: dict, peak_mb=None, timings: Optional[dict] = None) -> dict:
-    """A finished run's tables and summary.json (run: settled.SettledRun), then its figures: a run is finished once
-    its summary is written, and drawing (seconds of matplotlib) waits for nothing of it. `timings`: this process's
+    """A finished run's tables, figures and summary.json (run: settled.SettledRun). `timings`: this process's
     seconds before the first round it trained (`setup_s`: building the data, model and method, claiming the
-    directory) and in its rounds (`rounds_s`), with the seconds writing the tables and summary (`results_s`) added
-    here: summary.json's `timings`."""
+    directory) and in its rounds (`rounds_s`), with those writing the tables (`results_s`) and drawing the figures
+    (`figures_s`; plots=false skips them) added here: summary.json's `timings`. The figures come before the summary:
+    every file a run writes is listed in the record its summary seals (run_records/integrity.py)."""
     written = time.time()
     out, cfg, fed, alg, record, engine, hw = run.out, run.cfg, run.fed, run.alg, run.record, run.engine, run.hw
     import pandas as pd   # imported when used: a refused run never loads pandas
@@ -65,14 +65,8 @@ def write_results(run, wall: float, ids: dict, peak_mb=None, timings: Optional[d
     tables = alg.artifacts()
     for name, table in tables.items():
         write_csv(out / f"{name}.csv", table)
-    if timings is not None:
-        summary["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, "results_s": round(time.time() - written, 3)}
-    summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
-                                                         "participation.csv", "communication.csv",
-                                                         *(f"{name}.csv" for name in tables)])
-    write_json(out / "summary.json", summary)
-    RunRecord.drop_checkpoint(out)
-    if cfg.plots:
+    tabled = time.time()
+    if cfg.plots:   # before the summary's seal: the figures are files of the run, listed with the others it wrote
         from .plots import write_loss_heatmap, write_run_figures
         write_run_figures(out, frame, pd.DataFrame(record.assignments), fed.data, summary, pd.DataFrame(record.sizes))
         losses = tables.get("loss_vectors")
@@ -80,5 +74,13 @@ def write_results(run, wall: float, ids: dict, peak_mb=None, timings: Optional[d
             truth = fed.data.cluster_truth
             write_loss_heatmap(out / "loss_heatmap.png", losses.to_numpy(), None if truth is None else truth.cpu().numpy(),
                                f"{summary['algorithm']}: client x model loss, last round ({summary['partition']})")
+    if timings is not None:
+        summary["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, "results_s": round(tabled - written, 3),
+                              "figures_s": round(time.time() - tabled, 3)}
+    summary = seal_summary(summary, out, ids["run_id"], [METRICS_FILE, "assignments.csv", "cluster_sizes.csv",
+                                                         "participation.csv", "communication.csv",
+                                                         *(f"{name}.csv" for name in tables)])
+    write_json(out / "summary.json", summary)
+    RunRecord.drop_checkpoint(out)
     return summary
 
