@@ -12,8 +12,8 @@ Workloads (jobs of the papers' presets: the three model and batch kinds of issue
 
 Usage: python benchmarks/estimate_accuracy.py [--json] [--only a,c] [--rounds R1,R2] [--threads 1]
        python benchmarks/estimate_accuracy.py --smoke --data-root DIR     # CI: tiny sizes on fake data
---smoke: one estimate and one run of 2 rounds per workload (no difference of two), in this process, so the code
-paths run (the figures then mean nothing).
+--smoke: one estimate and one run of 2 rounds of (b) and (c), one workload of each model (no difference of two),
+in this process, so the code paths run (the figures then mean nothing).
 A workload that fails is one line on stderr naming it; the others go on; the exit status is then 1."""
 import argparse
 import json
@@ -93,7 +93,7 @@ def workload(key: str, args, env) -> dict:
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true")
-    p.add_argument("--only", default=",".join(WORKLOADS))
+    p.add_argument("--only", help="workloads, e.g. a,c (default: all; --smoke: b,c, one of each model)")
     p.add_argument("--rounds", help="R1,R2: the two run lengths timed (default: each workload's own)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--smoke", action="store_true", help="tiny sizes (CI: the workloads still compose and run)")
@@ -102,6 +102,7 @@ def main():
     args.rounds = [int(r) for r in args.rounds.split(",")] if args.rounds else None
     if args.smoke:
         args.rounds = [1, 2]
+    args.only = args.only or ("b,c" if args.smoke else ",".join(WORKLOADS))
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     failed = False
     for key in args.only.split(","):
