@@ -21,9 +21,9 @@ from fedcluster.runner import run
 ALGORITHMS = sorted(p.stem for p in (CONF / "algorithm").glob("*.yaml"))
 TINY = ["dataset=fashion_mnist", "dataset.distributions=[{rotation:0}]", "model=lenet", "partition=label_skew1",
         "num_clusters=2", "partition.num_clients=6", "partition.samples_per_client=30",
-        "partition.test_samples_per_client=10", "train.batch_size=10", "rounds=3", "eval_every=2", "progress=false",
+        "partition.test_samples_per_client=10", "train.batch_size=10", "rounds=2", "eval_every=2", "progress=false",
         "checkpoint_every=0", "plots=false"]
-# the settings some options need on 6 clients: FedSoft's selections, a CAM warm-up that ends within the 3 rounds
+# the settings some options need on 6 clients: FedSoft's selections, a CAM warm-up that ends within the 2 rounds
 NEEDS = {"fedsoft": ["algorithm.selection_size=3"], "ifca_cam": ["algorithm.warmup_rounds=1"]}
 
 
