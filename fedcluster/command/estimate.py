@@ -43,7 +43,7 @@ def job_cost(cfg, kept: dict, recalibrate: bool) -> dict:
     rounds = None if recalibrate else known.get(method)
     if rounds is None:   # the method's own rounds: their FLOP/s
         print(f"fedcluster estimate: measuring {cfg.algorithm.name}'s rounds", file=sys.stderr, flush=True)
-        rounds = known[method] = measure_method(cfg, fed, trainer, engine, chunk, flops, rates)
+        rounds = known[method] = measure_method(cfg, fed, trainer, engine, chunk, flops, rates, work)
     seconds = (work.train + work.score) / rounds.train + work.evaluate / rates.forward
     threads = 1 if hw.torch_device.type == "cuda" else torch.get_num_threads()
     return {"method": str(cfg.algorithm.name), "flops": work.total, "train_flops": work.train,
@@ -55,7 +55,7 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f}" if seconds >= 36 else f"{seconds / 3600:.4f}"
 
 
-def table(rows: List[dict], sweep: bool) -> str:
+def table(rows: List[dict]) -> str:
     by = OrderedDict()
     for r in rows:
         by.setdefault(r["method"], []).append(r)
@@ -100,7 +100,7 @@ def main(args: List[str], conf: Path) -> int:
         print(f"fedcluster: error: {bad} is not an option of estimate ({USAGE})", file=sys.stderr)
         return 2
     try:
-        sweep, costs = estimate(arguments, conf, recalibrate)
+        _, costs = estimate(arguments, conf, recalibrate)
     except Exception as e:   # noqa: BLE001 -- what the run would refuse, in its one line (composition.refusal)
         line = refusal(e, conf)
         if line is None:
@@ -111,5 +111,5 @@ def main(args: List[str], conf: Path) -> int:
         for c in costs:
             print(json.dumps(c))
     else:
-        print(table(costs, sweep))
+        print(table(costs))
     return 0

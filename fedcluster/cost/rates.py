@@ -59,13 +59,13 @@ def load(path: Optional[Path] = None) -> dict:
 
 
 def save(rates: dict, path: Optional[Path] = None) -> None:
-    """Written whole to a temporary file and renamed over the old one."""
+    """Written whole or not at all, never through a link (run_records.fsops.atomic_write)."""
+    from ..run_records.fsops import atomic_write
     path = path or rates_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({m: {k: asdict(r) for k, r in models.items()} for m, models in rates.items()},
-                              indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    text = json.dumps({m: {k: asdict(r) for k, r in models.items()} for m, models in rates.items()},
+                      indent=1, sort_keys=True) + "\n"
+    atomic_write(path, lambda f: f.write(text), binary=False)
 
 
 def _timed(fn) -> float:
@@ -125,7 +125,7 @@ def method_key(cfg) -> str:
     return f"{cfg.algorithm.name} {hashlib.sha256(json.dumps(node, sort_keys=True, default=str).encode()).hexdigest()[:8]}"
 
 
-def measure_method(cfg, fed, trainer, engine: str, chunk, flops, plain: Rates) -> Rates:
+def measure_method(cfg, fed, trainer, engine: str, chunk, flops, plain: Rates, work) -> Rates:
     """FLOP/s of the method's own rounds: its first CALIBRATION_ROUNDS rounds (plan, local training, aggregation:
     what a round of the run does besides evaluating), after one untimed round of a fresh copy, on its first c
     clients: c as many as about TARGET_SECONDS at the plain rates allow, at least its clusters, more where the
@@ -140,9 +140,8 @@ def measure_method(cfg, fed, trainer, engine: str, chunk, flops, plain: Rates) -
     from ..local_training.clients import client_chunks
     from .count import run_work
     N = fed.num_clients
-    probe = make(cfg.algorithm)
-    probe.setup(fed)
-    per_client = sum(run_work(cfg, fed, probe, trainer, flops, rounds=CALIBRATION_ROUNDS).computed.values()) / max(N, 1)
+    # `work`: the job's own count (count.run_work); its first rounds per client size the calibration
+    per_client = sum(work.computed.get(t, 0.0) for t in range(CALIBRATION_ROUNDS)) / max(N, 1)
     K = int(cfg.get("num_clusters") or 1)
     least = min(N, max(K, 2))
 
@@ -173,8 +172,8 @@ def measure_method(cfg, fed, trainer, engine: str, chunk, flops, plain: Rates) -
         warm = make(cfg.algorithm)   # first-call costs (a library's import, kernels' first use): not counted
         warm.setup(view)
         rounds(warm, view, 1)
-        work = sum(run_work(cfg, view, alg, trainer, flops, rounds=CALIBRATION_ROUNDS).computed.values())
-        return c, work, _timed(lambda: rounds(alg, view, CALIBRATION_ROUNDS))
+        counted = sum(run_work(cfg, view, alg, trainer, flops, rounds=CALIBRATION_ROUNDS).computed.values())
+        return c, counted, _timed(lambda: rounds(alg, view, CALIBRATION_ROUNDS))
 
-    c, work, took = point(int(min(N, max(least, TARGET_SECONDS * plain.train / max(per_client, 1.0)))))
-    return Rates(work / max(took, 1e-9), plain.forward, plain.measured)
+    c, done, took = point(int(min(N, max(least, TARGET_SECONDS * plain.train / max(per_client, 1.0)))))
+    return Rates(done / max(took, 1e-9), plain.forward, plain.measured)
