@@ -263,6 +263,30 @@ def test_multirun_rerun_skips_finished_jobs_and_ignores_volatile_keys(tmp_path):
     assert {j: snapshot(sweep / j) for j in jobs} == before
 
 
+def test_a_sweeps_jobs_are_each_composed_once_when_launched(tmp_path, monkeypatch):
+    """Hydra's sweeper composes every job before the first starts (for a paper preset, a minute) and the launcher
+    again; here each job is composed once, as it starts, and finished before the next is composed."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    real = getattr(ConfigLoaderImpl.load_sweep_config, "__wrapped__", ConfigLoaderImpl.load_sweep_config)
+    events = []
+
+    def counting(self, master_config, sweep_overrides):
+        events.append(("compose", tuple(o for o in sweep_overrides if o.startswith("seed="))))
+        return real(self, master_config, sweep_overrides)
+    monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config", counting)
+    import fedcluster.runner as runner
+    real_run = runner.run
+
+    def running(cfg, output_dir, *args, **kwargs):
+        events.append(("ran", (f"seed={cfg.seed}",)))
+        return real_run(cfg, output_dir, *args, **kwargs)
+    monkeypatch.setattr(runner, "run", running)
+    proc = fedcluster_in_process(["-m", *SMALL_CLI, "progress=false", "seed=0,1,2", "plots=false",
+                                  f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert events == [(e, (f"seed={s}",)) for s in range(3) for e in ("compose", "ran")], events
+
+
 # 9: metrics by true round numbers; tie-split sizes; best_center
 def test_warmup_rounds_are_missing_in_ari_by_round(tmp_path):
     from fakedata import write_mnist_like
