@@ -304,8 +304,8 @@ def install() -> None:
     sweeper = getattr(Plugins.instantiate_sweeper, "__wrapped__", Plugins.instantiate_sweeper)
     Plugins.instantiate_sweeper = _own_sweeper_first(sweeper)
     from hydra.plugins.sweeper import Sweeper
-    if not hasattr(Sweeper.validate_batch_is_legal, "__wrapped__"):
-        Sweeper.validate_batch_is_legal = _composed_by_the_launcher(Sweeper.validate_batch_is_legal)
+    validate = getattr(Sweeper.validate_batch_is_legal, "__wrapped__", Sweeper.validate_batch_is_legal)
+    Sweeper.validate_batch_is_legal = _composed_by_the_launcher(validate)
     watch_parent()
 
 
