@@ -67,7 +67,7 @@ def write_results(run, wall: float, ids: dict, peak_mb=None, timings: Optional[d
         write_csv(out / f"{name}.csv", table)
     tabled = time.time()
     if cfg.plots:   # before the summary's seal: the figures are files of the run, listed with the others it wrote
-        from .plots import write_loss_heatmap, write_run_figures
+        from .report.figures import write_loss_heatmap, write_run_figures
         write_run_figures(out, frame, pd.DataFrame(record.assignments), fed.data, summary, pd.DataFrame(record.sizes))
         losses = tables.get("loss_vectors")
         if losses is not None and len(losses) == fed.num_clients:

@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 import torch
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from .finished_run import write_results
 from .assemble import build, choose_engine, settle
@@ -25,7 +25,7 @@ from .local_training.local_results import LocalResult
 from .models.stacked import all_finite
 from .rng import derived_seed
 from .errors import NonFiniteLossError, RunFault, RunInterrupted, WriteFailed
-from .run_records.identity import accepted_fingerprints, config_fingerprint
+from .run_records.identity import accepted_fingerprints, config_fingerprint, requested_config
 from .run_records.integrity import seal_summary
 from .config.composition import check_declared
 from .privacy.ledger import privacy_rows
@@ -41,12 +41,6 @@ from .run_records.runlog import close_run_log, open_run_log
 from .run_records.summary import diverged_summary
 from .settled import Reporting, SettledRun
 from .config.validate import validate
-
-
-def requested_config(cfg: DictConfig) -> dict:
-    """The run's config as plain data, exactly as config.yaml stores it (a YAML round trip, so
-    an existing directory's config.yaml compares equal to the same request)."""
-    return yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True)) or {}
 
 
 def run(cfg: DictConfig, output_dir, progress: Optional[bool] = None, on_claimed=None, train_with=None) -> dict:

@@ -7,7 +7,7 @@ run's result files, not its checkpoints or logs:
 
 - config.yaml, summary.json and every table sealed in summary.json's `integrity` (metrics.csv,
   assignments.csv, cluster_sizes.csv, ...), plus `.hydra/overrides.yaml` where present (the command);
-- in one file per archive folder, DEST/runs.pack.json.gz (fedcluster/results/packs.py), each run under its
+- in one file per archive folder, DEST/runs.pack.json.gz (fedcluster/report/packs.py), each run under its
   path relative to the sweep, so `fedcluster-report DEST`, `fedcluster-report leaderboard DEST` and
   `fedcluster.load_runs(DEST)` read the pack as they read the sweep's folders;
 - each run is checked against its seal as it is read for the pack, and the pack is written to a temporary
@@ -37,8 +37,8 @@ from fedcluster.run_records import fsops  # noqa: E402
 from fedcluster.run_records.integrity import sealed_problem  # noqa: E402
 from fedcluster.run_records.rundir import plain_name  # noqa: E402
 from fedcluster.run_records.run_files import PackedFiles  # noqa: E402
-from fedcluster.results.packs import PACK_NAME, PackError, read_pack, relative_name, write_pack  # noqa: E402
-from fedcluster.results.runs import CONFIG_FILE, SUMMARY_FILE, discover  # noqa: E402
+from fedcluster.report.packs import PACK_NAME, PackError, read_pack, relative_name, write_pack  # noqa: E402
+from fedcluster.report.runs import CONFIG_FILE, SUMMARY_FILE, discover  # noqa: E402
 
 OVERRIDES = ".hydra/overrides.yaml"
 

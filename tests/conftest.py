@@ -120,8 +120,8 @@ def assert_config_is_what_ran(run_dir):
 
 
 def archived_run_names(folder) -> list:
-    """The folder names of the finished runs archived under `folder` (in packs or folders: results/packs.py)."""
-    from fedcluster.results.runs import discover
+    """The folder names of the finished runs archived under `folder` (in packs or folders: report/packs.py)."""
+    from fedcluster.report.runs import discover
     return [r.path.name for r in discover(folder).runs]
 
 
@@ -130,7 +130,7 @@ def unpacked_copy(src, dest):
     sweep directory holds them (scripts/archive_runs.py --unpack)."""
     import importlib.util
     import shutil
-    from fedcluster.results.packs import PACK_NAME
+    from fedcluster.report.packs import PACK_NAME
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns(PACK_NAME))
     spec = importlib.util.spec_from_file_location("archive_runs_for_tests", ROOT / "scripts" / "archive_runs.py")
     module = importlib.util.module_from_spec(spec)

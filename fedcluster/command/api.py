@@ -79,7 +79,7 @@ def load_runs(path, final: bool = False) -> pd.DataFrame:
     >>> local = df[(df.model == "local") & (df.eval_set == "local_test") & (df.metric == "accuracy")]
     >>> local.groupby(["algorithm.name", "seed"])["value"].mean()   # mean over clients, per run
     """
-    from ..results.runs import discover
+    from ..report.runs import discover
 
     frames = []
     for r in discover(Path(path)).runs:

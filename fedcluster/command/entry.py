@@ -39,7 +39,7 @@ def _fedcluster() -> None:
 
 
 def _report() -> None:
-    from ..report import main as report_main
+    from ..report.command import main as report_main
     report_main()
 
 

@@ -1,4 +1,4 @@
 """`python -m fedcluster.report DIR`, as the module form of the report worked before it became a package."""
-from . import main
+from .command import main
 
 main()

@@ -3,9 +3,9 @@ before (the archived runs of the preset), after (the same runs with the setting 
 
 Why: a cell outside the paper's band moves into it only by a run (issue 76), never by a reading of code, so each
 difference between a preset and the authors' code is rerun as a setting and shown here beside the runs it
-replaces. Everything on the page is computed from the runs' sealed summaries (results.runs.discover: a run whose
+replaces. Everything on the page is computed from the runs' sealed summaries (report.runs.discover: a run whose
 files no longer match its seal is left out) and the papers' numbers (tables/paper_numbers.csv), never typed, and
-judged as every other table judges a cell (results.cells: `Stat` over seeds, the paper's `Reported` number, the
+judged as every other table judges a cell (report.cells: `Stat` over seeds, the paper's `Reported` number, the
 `Verdict`), with one rule more: no verdict from fewer than 3 seeds.
 
   fedcluster-report ablation --title "..." --before DIR [DIR ...] --after DIR [DIR ...] --out PAGE [--note "..."]
@@ -18,12 +18,12 @@ import sys
 from pathlib import Path
 
 from ..run_records.io import write_text
-from ..results.cells import Reported, Stat, Verdict
-from ..results.runs import discover
-from ..tables.paper_numbers import reported
+from .cells import Reported, Stat, Verdict
+from .runs import discover
+from .tables.paper_numbers import reported
 
 # (name, label, its value in a summary, its Stat over seeds, the decimals the paper's number is judged at: those of
-# tables/clove.py's CLoVE tables)
+# report/tables/clove.py's CLoVE tables)
 METRICS = (("accuracy", "acc %", lambda s: s["local"]["local_test_accuracy"], Stat.pct, 1),
            ("ari", "ARI", lambda s: s.get("ari"), Stat.of, 2),
            ("first_round_ari_0.9", "first round ARI >= 0.9", lambda s: s.get("first_round_ari_ge_0.9"),

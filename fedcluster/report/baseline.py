@@ -1,19 +1,19 @@
 """`fedcluster-report --baseline METHOD`: each configuration against the baseline method's run
 of the same setting, metric by metric, as a difference with a 95 % confidence interval over
-seeds (results/compare.py), '*' where the interval excludes 0, and '▲best' on the one
+seeds (report/compare.py), '*' where the interval excludes 0, and '▲best' on the one
 configuration of a setting that is significantly better than every other there (its interval
 against each of them excludes 0 in the better direction). A setting is everything but the
 algorithm: the data, partition, K and any other config key, but not the algorithm's own settings
-(`algorithm.*` and the top-level keys only algorithms read, results/defaults.py) nor the paper table
+(`algorithm.*` and the top-level keys only algorithms read, report/defaults.py) nor the paper table
 a preset files the run under. The baseline's runs are looked for among all the report's runs, so a
 method shown outside a paper's table is still compared with a baseline shown inside it."""
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from ..results.compare import Difference, difference, significantly_best
-from ..results.defaults import algorithm_defaults, reporting_only, setting_name
-from ..results.runs import ABSENT, Cell, ReportError, Run, make_cells, show, varying_keys
+from .compare import Difference, difference, significantly_best
+from .defaults import algorithm_defaults, reporting_only, setting_name
+from .runs import ABSENT, Cell, ReportError, Run, make_cells, show, varying_keys
 
 # (column, value from a run's summary, higher is better, shown scale)
 Metric = Tuple[str, Callable[[dict], Optional[float]], bool, float]

@@ -1,4 +1,4 @@
-"""Fed-CAM Tables 1-2, cell by cell, from per-run CSVs (scripts/per_run_csv.py's rows): each core row's mean ±
+"""Fed-CAM Tables 1-2, cell by cell, from per-run CSVs (`fedcluster-report runs-csv`'s rows): each core row's mean ±
 std over its seeds beside the paper's mean ± std, and CAM against its base method with a 95 % interval.
 
 Why a CSV and not the run folders: some runs of these tables survive only as rows of a committed CSV (their
@@ -9,7 +9,7 @@ folder name (`run_dir`, the config); a config given twice is an error, never ave
 Core rows: FedAvg, IFCA, IFCA-CAM, the matched FeSEM control (3-epoch start-up, distance on the last layer;
 compared with the paper's plain FeSEM row) and FeSEM-CAM, each at its defaults; every other configuration is a
 sensitivity row. "within"/"outside": our mean against the paper's mean ± 2 of the paper's std (Fed-CAM reports
-one std per cell). Differences (IFCA-CAM − IFCA, FeSEM-CAM − the control) use fedcluster.results.compare: paired
+one std per cell). Differences (IFCA-CAM − IFCA, FeSEM-CAM − the control) use fedcluster.report.compare: paired
 by seed where both rows have the same seeds (the same data draws), Welch otherwise.
 
 Devices: a cell may hold seeds run on an H100 and seeds of the same configuration run on this CPU (their
@@ -19,16 +19,17 @@ listed under the cell as a device cross-check, so the choice is shown, never sil
 
   fedcluster-report cam-cells OUT.md CSV [CSV ...]
 """
-import argparse
 import csv
-import sys
 from pathlib import Path
 
 from ..hardware import device_kind
-from ..results.cells import Reported, Stat, Verdict
-from ..results.compare import difference
-from ..tables.paper_numbers import number, reported
+from ..run_records.io import write_text
+from .arguments import OneLineParser, refuse, writable_file
+from .cells import Reported, Stat, Verdict
+from .compare import difference
+from .tables.paper_numbers import number, reported
 
+PROG = "fedcluster-report cam-cells"
 CONTROL = "distance_on=fc startup_epochs=3"
 # (method, options) -> (label, the paper's row it is compared with)
 CORE = {("fedavg", ""): ("FedAvg", "fedavg"), ("ifca", ""): ("IFCA", "ifca"),
@@ -39,19 +40,31 @@ PAIRS = [("ifca_cam", "", "ifca", ""), ("fesem_cam", "", "fesem", CONTROL)]
 CELL_NAMES = {"cam_table1": "Table 1", "cam_table2": "Table 2"}
 
 
+COLUMNS = ("table", "partition", "K", "method", "options", "seed", "micro_acc", "device", "run_dir")   # read by name
+
+
 def load(paths):
-    """Rows of every CSV, one per run folder; a folder in two CSVs stops with a one-line error."""
+    """Rows of every CSV, one per run folder; a CSV without the columns read, or a folder in two CSVs, stops with a
+    one-line error (exit 2)."""
     seen, rows = {}, []
     for path in paths:
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                key = (r["table"], r["run_dir"])
-                if key in seen:
-                    raise SystemExit(f"fedcluster-report cam-cells: run {r['run_dir']!r} is in both {seen[key]} and {path}; "
-                                     f"allowed: each run in one CSV")
-                seen[key] = path
-                r["options"] = r["options"] or ""
-                rows.append(r)
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                table = list(csv.DictReader(f))
+                columns = set(table[0]) if table else set()
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            refuse(PROG, f"{path} cannot be read as a CSV ({type(e).__name__}); allowed: runs-csv's per-run CSVs")
+        missing = [c for c in COLUMNS if c not in columns]
+        if missing:
+            refuse(PROG, f"{path} has no column {missing[0]!r}{' (no rows)' if not table else ''}; allowed: "
+                         f"runs-csv's per-run CSVs (columns {', '.join(COLUMNS)})")
+        for r in table:
+            key = (r["table"], r["run_dir"])
+            if key in seen:
+                refuse(PROG, f"run {r['run_dir']!r} is in both {seen[key]} and {path}; allowed: each run in one CSV")
+            seen[key] = path
+            r["options"] = r["options"] or ""
+            rows.append(r)
     return rows
 
 
@@ -59,7 +72,7 @@ def row_device(row) -> str:
     """'cpu' or 'cuda' (fedcluster.hardware.device_kind of the run's recorded device); anything else stops."""
     kind = device_kind(row.get("device"))
     if kind not in ("cpu", "cuda"):
-        raise SystemExit(f"fedcluster-report cam-cells: run {row['run_dir']!r} has device {row.get('device')!r}; allowed: cpu, cuda")
+        refuse(PROG, f"run {row['run_dir']!r} has device {row.get('device')!r}; allowed: cpu, cuda")
     return kind
 
 
@@ -73,7 +86,7 @@ def values(rows, column):
 
 
 def stat(vals, style="pct") -> Stat:
-    """Mean ± sample std over the seeds (fedcluster.results.cells.Stat, as fedcluster-report shows them)."""
+    """Mean ± sample std over the seeds (fedcluster.report.cells.Stat, as fedcluster-report shows them)."""
     return Stat.of(vals.values(), style=style)
 
 
@@ -87,7 +100,7 @@ def paper_cell(table, partition, k, method, metric):
 
 
 def verdict(ours: Stat, paper) -> str:
-    """fedcluster.results.cells.Verdict (our mean against the paper's ± 2 std), in this page's words."""
+    """fedcluster.report.cells.Verdict (our mean against the paper's ± 2 std), in this page's words."""
     v = Verdict.of(ours, paper) if paper is not None else None
     if v is None:
         return ""
@@ -106,7 +119,7 @@ def cell_table(table, partition, k, rows):
         twin = next((o for o in group if o["seed"] == r["seed"]), None)
         if twin is not None and row_device(twin) == row_device(r):
             # two folders of one configuration and seed on one device: never one of them silently
-            raise SystemExit(f"fedcluster-report cam-cells: {r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
+            refuse(PROG, f"{r['method']} ({r['options'] or 'defaults'}) seed {r['seed']} has two "
                              f"runs, {twin['run_dir']!r} and {r['run_dir']!r}; allowed: one run per "
                              f"configuration, seed and device")
         if twin is not None:   # one on each device: the GPU run counts, both are listed below the cell
@@ -147,19 +160,20 @@ def cell_table(table, partition, k, rows):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="fedcluster-report cam-cells", description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("csvs", nargs="+")
-    args = ap.parse_args(argv)
+def parser() -> OneLineParser:
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("out")
+    p.add_argument("csvs", nargs="+")
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     missing = [c for c in args.csvs if not Path(c).is_file()]
     if missing:
-        sys.exit(f"fedcluster-report cam-cells: {missing[0]} is not a file; give the per-run CSVs (docs/results/paper_protocol/cam_*per_run*.csv)")
-    out = Path(args.out)
-    blocking = next((q for q in out.parents if q.exists() and not q.is_dir()), None)
-    if out.is_dir() or blocking is not None:
-        sys.exit(f"fedcluster-report cam-cells: {out} cannot be written ({'a folder' if out.is_dir() else f'{blocking} is a file'}); "
-                 "give a .md file path")
+        refuse(PROG, f"{missing[0]} is not a file; allowed: the per-run CSVs `fedcluster-report runs-csv` writes "
+                     "(docs/results/paper_protocol/cam_*per_run*.csv)")
+    out = writable_file(PROG, args.out, "a .md file path")
     rows = load(args.csvs)
     cells = {}
     for r in rows:
@@ -175,10 +189,9 @@ def main(argv=None):
     for key in sorted(cells, key=lambda c: (c[0], c[1], c[2])):
         lines += cell_table(*key, cells[key])
     text = "\n".join(lines).rstrip() + "\n"
-    tmp = Path(args.out).with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(args.out)
-    print(f"fedcluster-report cam-cells: {len(rows)} runs in {len(cells)} cells -> {args.out}")
+    write_text(out, text)
+    print(f"{PROG}: {len(rows)} runs in {len(cells)} cells -> {out}")
+    return 0
 
 
 if __name__ == "__main__":

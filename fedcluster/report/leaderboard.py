@@ -5,7 +5,7 @@ One row per method, one column per setting (data set / partition / K): the local
 (mean over clients, %) as mean ± the half-width of its 95 % t-interval over seeds, and the ARI of
 the final clustering for the methods that cluster. '▲' marks the method that is significantly the
 best of its column: its interval against every other method there (paired by seed where both ran
-the same seeds, Welch otherwise; fedcluster/results/compare.py) excludes 0. Every cell of the grid
+the same seeds, Welch otherwise; fedcluster/report/compare.py) excludes 0. Every cell of the grid
 the presets plan (their sweeper parameters; `fedcluster-report leaderboard --plan SWEEP_DIR` writes it as
 SWEEP_DIR/leaderboard_plan.tsv, which the page reads where it exists) with fewer than 3 finished seeds is
 listed as missing, settings not started included; the time section sums the finished runs' wall times and
@@ -40,8 +40,8 @@ import yaml
 
 from ..hardware import device_kind
 from ..run_records.io import write_csv, write_text
-from ..results.compare import MIN_SEEDS, mean_interval, significantly_best
-from ..results.runs import ABSENT, discover, show, varying_keys
+from .compare import MIN_SEEDS, mean_interval, significantly_best
+from .runs import ABSENT, discover, show, varying_keys
 from .grid import PRESETS, planned_jobs
 
 COMMAND = "fedcluster-report leaderboard"

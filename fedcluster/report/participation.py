@@ -10,7 +10,6 @@ conf/preset/clove/ls3_participation.yaml, archives and the leaderboard's runs ca
   fedcluster-report participation FOLDER [FOLDER ...] [--out PAGE.md]
 (a later folder's run of the same method, seed and condition replaces an earlier one's)
 """
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -18,8 +17,11 @@ from pathlib import Path
 import yaml
 
 from ..run_records.io import write_text
-from ..results.compare import difference, mean_interval
-from ..results.runs import discover
+from .arguments import OneLineParser, refuse
+from .compare import difference, mean_interval
+from .runs import discover
+
+PROG = "fedcluster-report participation"
 
 
 CONDITIONS = ("full", "holdout", "partial")
@@ -52,7 +54,7 @@ def condition(config: dict, where: Path) -> str:
     fraction, dropout = sampling(config, "client_fraction"), sampling(config, "client_dropout")
     partial = (fraction is not None and fraction < 1) or bool(dropout)
     if held and partial:
-        raise SystemExit(f"fedcluster-report participation: {where} both holds clients out and samples them; "
+        refuse(PROG, f"{where} both holds clients out and samples them; "
                          "this table compares one change at a time")
     return "holdout" if held else "partial" if partial else "full"
 
@@ -94,14 +96,18 @@ def gap(a: dict, key_a: str, b: dict, key_b: str, most: int) -> str:
     return f"{d.diff:+.1f} [{d.low:+.1f}, {d.high:+.1f}] ({d.test}){star}"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="fedcluster-report participation", description=__doc__.splitlines()[0])
+def parser() -> OneLineParser:
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+",
                    help="folders searched for finished runs; each run's config says its condition")
     p.add_argument("--dataset", default="fashion_mnist")
     p.add_argument("--partition", default="label_skew3")
     p.add_argument("--out", type=Path)
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
     found = pooled(a.folders, a.partition, a.dataset)
     full, held, partial = (found[c] for c in CONDITIONS)
     methods = sorted(set(held) | set(partial), key=lambda m: (m != "fedavg", m))   # the methods studied here
@@ -109,7 +115,7 @@ def main(argv=None) -> int:
     fraction = {sampling(s["run_config"], "client_fraction") for seeds in partial.values() for s in seeds.values()}
     dropout = {sampling(s["run_config"], "client_dropout") for seeds in partial.values() for s in seeds.values()}
     if len(share) != 1 or len(fraction) != 1 or len(dropout) != 1:
-        raise SystemExit(f"fedcluster-report participation: one setting per condition; holdout_clients {share}, "
+        refuse(PROG, f"one setting per condition; holdout_clients {share}, "
                          f"client_fraction {fraction}, client_dropout {dropout}")
     (share,), (fraction,), (dropout,) = share, fraction, dropout
     lines = [f"| method | full participation | seen clients (holdout {share}) | unseen clients (holdout {share}) "

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
-from ..results.runs import ABSENT, Run, identity_keys, show
+from .runs import ABSENT, Run, identity_keys, show
 
 # The leaf names of data settings that only set the scale of a run (how many clients, clusters
 # and samples, how large the test set, where the files are), not what kind of data they are:
@@ -48,7 +48,7 @@ def _composed(overrides: Tuple[str, ...]) -> Optional[Dict[str, object]]:
     from hydra.core.global_hydra import GlobalHydra
 
     from ..config.store import compose_config
-    from ..runner import requested_config
+    from ..run_records.identity import requested_config
     if GlobalHydra.instance().is_initialized():
         return None   # inside someone else's Hydra session: not ours to reset
     try:

@@ -16,17 +16,19 @@ DIR` writes DIR/privacy_table.md and three figures, and prints the table.
 Runs are grouped by method, mechanism and the noise multiplier they ran with; a level's epsilon is its runs' (one
 value: the same rate, noise and rounds spend the same). A client_dp run without noise (clipping and Poisson
 participation alone, epsilon inf) is a row of its own, left out of the figures."""
-import argparse
 import json
 import math
 import sys
 from io import StringIO
 from pathlib import Path
 
-from ..results.compare import mean_interval
-from ..results.runs import discover
+from .arguments import OneLineParser, refuse
+from .compare import mean_interval
+from .runs import discover
 from ..run_records.io import save_figure, write_text
 from .sections import traffic_curve
+
+PROG = "fedcluster-report privacy"
 
 KEY = "local_test_accuracy"
 
@@ -45,7 +47,7 @@ def record_of(run) -> dict:
     """What the table and figures read of one finished run: small enough that a campaign's records are one file
     (privacy_records.json) from which the page regenerates without the runs' metrics."""
     if KEY not in run.summary.get("local", {}):
-        raise SystemExit(f"fedcluster-report privacy: {run.path} has no {KEY}; allowed: runs of a classification task")
+        refuse(PROG, f"{run.path} has no {KEY}; allowed: runs of a classification task")
     z, eps, mechanism = level_of(run.summary)
     comm = run.summary["communication"]
     return {"run_id": run.summary["run_id"], "method": run.summary["algorithm"], "mechanism": mechanism,
@@ -186,12 +188,16 @@ def figures(groups: dict, out: Path) -> list:
     return written
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="fedcluster-report privacy", description=__doc__.splitlines()[0])
+def parser() -> OneLineParser:
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="*", help="folders searched for finished runs")
     p.add_argument("--records", type=Path, help="a privacy_records.json written before, read in place of runs")
     p.add_argument("--out", type=Path, help="a folder for privacy_table.md, privacy_records.json and the figures")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
     if a.records is not None:
         try:
             records = json.loads(a.records.read_text())

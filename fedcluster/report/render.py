@@ -3,8 +3,8 @@ of runs found and skipped."""
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from ..results.cells import join_notes, latex_escape, to_latex, to_markdown
-from ..results.runs import Found
+from .cells import join_notes, latex_escape, to_latex, to_markdown
+from .runs import Found
 from .sections import Section
 
 

@@ -13,11 +13,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from .. import tables
-from ..results.cells import to_csv_frame
-from ..results.defaults import setting_name
+from . import tables
+from .cells import to_csv_frame
+from .defaults import setting_name
 from ..run_records.identity import SETTLED_KEY
-from ..results.runs import ABSENT, Cell, Run, make_cells, matches, show, split_by, varying_keys
+from .runs import ABSENT, Cell, Run, make_cells, matches, show, split_by, varying_keys
 from .preset_data import data_mismatches
 
 
@@ -229,26 +229,26 @@ def traffic_curve(run: Run) -> list:
 
 
 def write_traffic_figure(path: Path, panels, metric: str, colors=None) -> None:
-    from ..plots import write_traffic_curves
+    from .figures import write_traffic_curves
     unit = " %" if metric in tables.PERCENT_METRICS else ""
     write_traffic_curves(path, panels, f"local test {metric}{unit} (mean over clients)", colors=colors)
 
 
 def line_colors(sections: List[Section]) -> dict:
     """One colour per figure line (a configuration's label) across every figure of the report."""
-    from ..plots import line_colors as palette
+    from .figures import line_colors as palette
     return palette(_line_label(cell, table.laid_out) for section in sections for _, table in section.parts
                    for cell in table.cells)
 
 
 def write_figure(path: Path, panels, colors=None) -> None:
     """The ARI-over-rounds figure (matplotlib is imported only when there is one to draw)."""
-    from ..plots import write_ari_over_rounds
+    from .figures import write_ari_over_rounds
     write_ari_over_rounds(path, panels, colors, tables.METRIC_RANGE["ari"])
 
 
 def write_learning_curves(path: Path, panels, metric: str, colors=None) -> None:
-    from ..plots import write_curves
+    from .figures import write_curves
     unit = " %" if metric in tables.PERCENT_METRICS else ""
     write_curves(path, panels, f"local test {metric}{unit} (mean over clients)", colors=colors,
                  bounds=tables.METRIC_RANGE.get(metric, (-float("inf"), float("inf"))))

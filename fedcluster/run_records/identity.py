@@ -1,6 +1,6 @@
 """A run's identity: which config keys decide its results. One declaration that the run
 directory's ownership check (rundir.py), the config fingerprint sealed into checkpoints and
-summaries (integrity.py), the report's grouping (results/runs.py) and Hydra's sweep directory
+summaries (integrity.py), the report's grouping (report/runs.py) and Hydra's sweep directory
 names (conf/config.yaml's `exclude_keys`, through the `fc_name_excluded_keys` resolver) all read.
 
 A volatile key changes how a run is shown or kept (progress bar, plots, checkpoint interval,
@@ -10,6 +10,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Optional
+
+import yaml
+from omegaconf import OmegaConf
 
 from ..run_keys import volatile_keys
 
@@ -221,3 +224,9 @@ def json_default(o):
     if hasattr(o, "item"):
         return o.item()
     return str(o)
+
+
+def requested_config(cfg) -> dict:
+    """The run's config as plain data, exactly as config.yaml stores it (a YAML round trip, so
+    an existing directory's config.yaml compares equal to the same request)."""
+    return yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True)) or {}

@@ -1,4 +1,4 @@
-"""Where a finished run's files are read from: its own folder, or a pack of archived runs (results/packs.py).
+"""Where a finished run's files are read from: its own folder, or a pack of archived runs (report/packs.py).
 
 The reports, `load_runs` and the seal check read a run's files through one of these, so a run archived in a pack
 is read exactly as its folder was: the same names (`metrics.csv`, `.hydra/overrides.yaml`), the same bytes."""

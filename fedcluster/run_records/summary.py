@@ -13,7 +13,7 @@ from ..hardware import machine
 from ..threads import wait_policy
 from ..evaluation import UNSEEN_TEST, ari_by_true_round, assignment_costs, convergence, matching_costs
 from ..metrics import hungarian_match, key_metric
-from ..pairing import center_pairing
+from .pairing import center_pairing
 from .provenance import source_revision
 
 if TYPE_CHECKING:   # types only here: a refused run never loads pandas

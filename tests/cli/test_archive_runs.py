@@ -6,8 +6,8 @@ import json
 import shutil
 
 from conftest import ROOT
-from fedcluster.results.packs import PACK_NAME, read_pack
-from fedcluster.results.runs import discover
+from fedcluster.report.packs import PACK_NAME, read_pack
+from fedcluster.report.runs import discover
 from fedcluster.runner import run
 
 spec = importlib.util.spec_from_file_location("archive_runs", ROOT / "scripts" / "archive_runs.py")

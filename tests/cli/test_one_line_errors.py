@@ -87,12 +87,13 @@ def test_a_broken_plugin_is_one_line(tmp_path, source, needle):
     _one_line(_fc("rounds=1", cwd=tmp_path, env={"FEDCLUSTER_PLUGINS": "myplugin"}), needle)
 
 
-def test_importance_figure_on_a_missing_run_is_one_line(tmp_path):
-    from conftest import ROOT
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "importance_figure.py"), str(tmp_path / "f.png"),
-                           str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
-    assert proc.returncode == 1 and len(lines) == 1 and "is no finished run" in lines[0], proc.stderr
+def test_importance_figure_on_a_missing_run_is_one_line(tmp_path, capsys):
+    from fedcluster.report.command import main
+    with pytest.raises(SystemExit) as e:
+        main(["importance", str(tmp_path / "f.png"), str(tmp_path / "nope")])
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert e.value.code == 2 and len(lines) == 1 and "no such directory" in lines[0] and "nope" in lines[0], lines
+    assert not (tmp_path / "f.png").exists()
 
 
 def test_a_new_key_of_an_open_map_without_its_plus_is_told_to_add_one():

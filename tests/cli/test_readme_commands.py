@@ -102,10 +102,22 @@ def test_a_readme_report_command_parses(command):
     a folder)."""
     from fedcluster.report import SUBCOMMANDS, parser
     argv = shlex.split(re.sub(r"<[^>]+>", "x", command))[1:]
-    if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / reproductions ...: its own parser
+    if argv and argv[0] in SUBCOMMANDS:   # fedcluster-report leaderboard ... / runs-csv ...: its module's own parser
         from importlib import import_module
-        args = import_module(f"fedcluster.report.{argv[0]}").parse(argv[1:])   # exits 2 on what it refuses
-        assert getattr(args, "sweep", None) or argv[0] == "reproductions"
+        args = import_module(f"fedcluster.report.{SUBCOMMANDS[argv[0]]}").parser().parse_args(argv[1:])   # exits 2
+        assert vars(args) and (any(vars(args).values()) or argv[0] == "reproductions")
         return
     args = parser().parse_args(argv)
     assert args.directory
+
+
+def test_every_subcommand_has_its_parser_and_is_in_the_help():
+    """Each subcommand of `fedcluster-report` (report/command.py's table) is a module with parser() and main(), and
+    `fedcluster-report --help` names it."""
+    from importlib import import_module
+    from fedcluster.report import SUBCOMMANDS, parser
+    text = parser().format_help()
+    for name, module in SUBCOMMANDS.items():
+        mod = import_module(f"fedcluster.report.{module}")
+        assert callable(mod.main) and mod.parser().prog == f"fedcluster-report {name}", name
+        assert f"fedcluster-report {name}" in " ".join(text.split()), name

@@ -698,7 +698,7 @@ def test_an_over_long_directory_name_is_one_line_and_leaves_no_parent(tmp_path):
 
 
 def test_the_report_skips_a_sealed_run_whose_files_changed(tmp_path):
-    from fedcluster.results.runs import discover
+    from fedcluster.report.runs import discover
     for name in ("a", "b"):
         run(make_cfg(SMALL + ["algorithm.selection_size=6", f"seed={0 if name == 'a' else 1}"]), tmp_path / name)
     (tmp_path / "b" / "config.yaml").unlink()

@@ -11,8 +11,8 @@ import yaml
 
 from conftest import ROOT
 from fedcluster.report import account
-from fedcluster.results.cells import Reported, Stat
-from fedcluster.tables.paper_numbers import CSV, CellKey
+from fedcluster.report.cells import Reported, Stat
+from fedcluster.report.tables.paper_numbers import CSV, CellKey
 
 CELL = CellKey("clove_images", "label_skew2", None, "clove", "fashion_mnist", "accuracy", None, None)
 

@@ -1,4 +1,4 @@
-"""The papers' reported numbers live in one tidy file (fedcluster/tables/paper_numbers.csv) with
+"""The papers' reported numbers live in one tidy file (fedcluster/report/tables/paper_numbers.csv) with
 one loader; the paper tables read them from there."""
 import re
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedcluster import tables
-from fedcluster.tables.paper_numbers import CSV, UNBUILT, reported
+from fedcluster.report import tables
+from fedcluster.report.tables.paper_numbers import CSV, UNBUILT, reported
 
 PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
 TEXT = {"FedSoft": "fedsoft-aaai2022.txt", "Fed-CAM": "cam-fedcam.txt", "CLoVE": "clove.txt"}
@@ -31,9 +31,9 @@ def test_every_table_with_reported_numbers_is_registered():
 
 
 def test_the_tables_read_the_file():
-    from fedcluster.tables.cam import FEDCAM_TABLES
-    from fedcluster.tables.clove import CLOVE_ACCURACY
-    from fedcluster.tables.fedsoft import FEDSOFT_TABLE1_SYNTHETIC_MSE
+    from fedcluster.report.tables.cam import FEDCAM_TABLES
+    from fedcluster.report.tables.clove import CLOVE_ACCURACY
+    from fedcluster.report.tables.fedsoft import FEDSOFT_TABLE1_SYNTHETIC_MSE
     row = reported("fedsoft_table1_synthetic", setting="mix_10_90", distribution=0, center=0)
     assert FEDSOFT_TABLE1_SYNTHETIC_MSE["mix_10_90"][0][0] == float(row["mean"].iloc[0]) == 68.4
     acc, f1 = FEDCAM_TABLES[("cam_table1", "fashion_mnist", "cluster_dirichlet")][(5, "ifca_cam")]

@@ -2,8 +2,8 @@
 (its std, or ours where the paper gives none), on constructed values with known answers."""
 import pandas as pd
 
-from fedcluster.results.cells import Reported, Stat, Verdict, to_csv_frame
-from fedcluster.tables.common import Table, with_verdicts
+from fedcluster.report.cells import Reported, Stat, Verdict, to_csv_frame
+from fedcluster.report.tables.common import Table, with_verdicts
 
 
 def test_inside_and_outside_the_papers_two_std():

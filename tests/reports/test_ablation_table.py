@@ -5,7 +5,7 @@ import sys
 
 from conftest import SMALL, make_cfg
 from fedcluster.report.ablation import judged
-from fedcluster.results.cells import Reported, Stat
+from fedcluster.report.cells import Reported, Stat
 from fedcluster.runner import run
 
 IFCA = SMALL + ["algorithm=ifca", "num_clusters=2", "rounds=2"]
@@ -30,7 +30,7 @@ def test_the_page_shows_before_after_and_judges_only_full_cells(tmp_path):
 
 
 def test_the_verdict_is_the_tables_own():
-    # a printed "2 ± 0" is met where our mean rounds to it (results.cells.Verdict), as in every table
+    # a printed "2 ± 0" is met where our mean rounds to it (report.cells.Verdict), as in every table
     two = Reported(2.0, 0.0, 1)
     assert judged(Stat.of([2, 2, 2]), two).endswith("within 2 std")
     assert "OUTSIDE" in judged(Stat.of([2, 2, 1]), two)

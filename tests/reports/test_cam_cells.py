@@ -2,6 +2,7 @@
 paired and Welch differences, and a run given twice refused. Also: the committed cells page regenerates
 byte-identical from the committed CSVs."""
 import csv
+import re
 import subprocess
 import sys
 
@@ -51,15 +52,16 @@ def test_welch_where_the_seeds_differ(tmp_path):
     a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0), ("ifca", "", 1, 92.0), ("ifca", "", 2, 91.0),
                                    ("ifca_cam", "", 1, 93.0), ("ifca_cam", "", 2, 95.0), ("ifca_cam", "", 3, 94.0)])
     out = tmp_path / "cells.md"
-    cam_cells.main([str(out), str(a)])   # 3 seeds a side: an interval (none from fewer: results/compare.py)
+    cam_cells.main([str(out), str(a)])   # 3 seeds a side: an interval (none from fewer: report/compare.py)
     assert "micro +3 [" in out.read_text() and "(Welch, 3 vs 3)" in out.read_text()
 
 
-def test_a_run_in_two_csvs_is_refused(tmp_path):
+def test_a_run_in_two_csvs_is_refused(tmp_path, capsys):
     a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0)])
     b = write(tmp_path / "b.csv", [("ifca", "", 0, 90.0)])
-    with pytest.raises(SystemExit, match="is in both"):
+    with pytest.raises(SystemExit) as e:
         cam_cells.main([str(tmp_path / "cells.md"), str(a), str(b)])
+    assert e.value.code == 2 and re.search("is in both", capsys.readouterr().err)   # one line, exit 2
     assert not (tmp_path / "cells.md").exists()
 
 
@@ -73,15 +75,16 @@ def test_the_committed_cells_page_regenerates_byte_identical(tmp_path):
     assert out.read_text().replace(str(out), command[2]) == page.read_text()
 
 
-def test_one_configuration_and_seed_twice_is_refused(tmp_path):
+def test_one_configuration_and_seed_twice_is_refused(tmp_path, capsys):
     """Two folders of one configuration and seed (e.g. the same job run with another, ignored override)
     would leave one of them out of the mean silently; the page is not made."""
     a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0)])
     with open(a, "a", newline="") as f:
         csv.writer(f).writerow(["cam_table1", "cluster_dirichlet", 5, "ifca", "", 0, 80.0, 80.0, 70.0, 0.5, "", GPU,
                                 "", "ifca,seed=0,another_folder"])
-    with pytest.raises(SystemExit, match="seed 0 has two runs"):
+    with pytest.raises(SystemExit) as e:
         cam_cells.main([str(tmp_path / "cells.md"), str(a)])
+    assert e.value.code == 2 and re.search("seed 0 has two runs", capsys.readouterr().err)   # one line, exit 2
     assert not (tmp_path / "cells.md").exists()
 
 
@@ -97,7 +100,8 @@ def test_cpu_seeds_are_marked_and_a_run_on_both_devices_counts_once(tmp_path):
     assert "Device cross-check, ifca (defaults) seed 0: micro 90.0 on the GPU (counted above), 95.0 on this CPU" in text
 
 
-def test_a_run_without_a_known_device_is_refused(tmp_path):
+def test_a_run_without_a_known_device_is_refused(tmp_path, capsys):
     a = write(tmp_path / "a.csv", [("ifca", "", 0, 90.0)], device="mps")
-    with pytest.raises(SystemExit, match="device 'mps'; allowed: cpu, cuda"):
+    with pytest.raises(SystemExit) as e:
         cam_cells.main([str(tmp_path / "cells.md"), str(a)])
+    assert e.value.code == 2 and re.search("device 'mps'; allowed: cpu, cuda", capsys.readouterr().err)   # one line, exit 2

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fedcluster.plots as plots
+import fedcluster.report.figures as plots
 from conftest import make_cfg
 from fedcluster.runner import run
 
@@ -120,7 +120,7 @@ def test_the_traffic_figure_places_each_round_at_its_megabytes_so_far(kept):
 
 def test_the_traffic_curve_of_a_run_is_its_cumulative_megabytes_per_client(tmp_path):
     from fedcluster.report.sections import traffic_curve
-    from fedcluster.results.runs import discover
+    from fedcluster.report.runs import discover
     run(make_cfg(TINY + ["plots=false", "eval_every=1"]), tmp_path / "r")
     (found,) = discover(tmp_path).runs
     table = pd.read_csv(tmp_path / "r" / "communication.csv")

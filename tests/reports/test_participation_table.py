@@ -2,6 +2,7 @@
 each run's own config saying whether it held clients out, sampled them, or neither; the committed page's table
 is what the archives give; a run that changes both at once is refused, by name."""
 import json
+import re
 import shutil
 
 import pytest
@@ -44,7 +45,7 @@ def test_each_run_is_placed_by_its_own_config(edit, expected):
     assert participation_table.condition(config, "a run") == expected
 
 
-def test_a_run_that_holds_out_and_samples_clients_is_refused_by_name(tmp_path):
+def test_a_run_that_holds_out_and_samples_clients_is_refused_by_name(tmp_path, capsys):
     unpacked_copy(RESULTS / "participation_ls3" / "holdout", tmp_path / "holdout")
     source = next((tmp_path / "holdout").glob("algorithm=cfl,*seed=0"))
     both = tmp_path / "runs" / "both"
@@ -54,8 +55,9 @@ def test_a_run_that_holds_out_and_samples_clients_is_refused_by_name(tmp_path):
     (both / "config.yaml").write_text(yaml.safe_dump(config))
     reseal(both, config)   # a run sealed so (not an edited one, which is never read)
     assert json.loads((both / "summary.json").read_text())["status"] == "complete"
-    with pytest.raises(SystemExit, match=f"{both}.*both holds clients out and samples them"):
+    with pytest.raises(SystemExit) as e:
         participation_table.main([str(tmp_path / "runs")])
+    assert e.value.code == 2 and re.search(f"{both}.*both holds clients out and samples them", capsys.readouterr().err)   # one line, exit 2
 
 
 def test_the_preset_runs_every_method_in_each_condition_and_the_script_places_each_job():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import fedcluster.report as report
+import fedcluster.report.command as report
 from fedcluster.report import build_report, main
 
 BASE_CONFIG = {
@@ -205,7 +205,7 @@ def test_latex_format(tmp_path, capsys):
 
 
 def test_latex_escaping():
-    from fedcluster.results.cells import latex_escape
+    from fedcluster.report.cells import latex_escape
     assert latex_escape("a_b 50% & c ± d #1 {x} \\") == "a\\_b 50\\% \\& c $\\pm$ d \\#1 \\{x\\} \\textbackslash{}"
 
 
@@ -280,7 +280,7 @@ def test_ari_by_round_with_none_entries(tmp_path):
 
 def test_old_right_aligned_ari_curve_is_padded(tmp_path):
     """Older summaries listed ARI only from the first clustered round: aligned to the end."""
-    from fedcluster.tables import ari_curve, first_round_reached
+    from fedcluster.report.tables import ari_curve, first_round_reached
     s = {"rounds": 5, "ari_by_round": [0.5, 0.95]}
     assert ari_curve(s) == [None, None, None, 0.5, 0.95] and first_round_reached(s) == 5
 
@@ -320,7 +320,7 @@ def test_cam_keeps_one_k_free_run_per_seed(tmp_path):
 
 
 def test_a_cell_with_missing_seeds_says_how_many_it_holds():
-    from fedcluster.results.cells import Stat
+    from fedcluster.report.cells import Stat
     assert Stat.of([1.0, None, 3.0]).text() == "2.00 ± 1.4 (n=2 of 3)"
     assert Stat.of([1.0, 2.0, 3.0]).text() == "2.00 ± 1.0"
     assert Stat.of([float("nan"), 5.0]).text() == "5.00 (n=1 of 2)"

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fedcluster.report import build_report, main
-from fedcluster.results.compare import difference, paired_difference, welch_difference
+from fedcluster.report.compare import difference, paired_difference, welch_difference
 from test_report import make_run
 
 FEDSOFT = {"_target_": "fedcluster.algorithms.FedSoft", "name": "fedsoft"}
@@ -237,8 +237,8 @@ def test_a_metric_the_baseline_lacks_gets_no_empty_column_and_k_is_no_method_opt
 
 
 def test_differences_are_printed_without_a_negative_zero_or_a_bound_rounded_onto_zero():
-    from fedcluster.results.compare import Difference
-    from fedcluster.results.cells import latex_escape
+    from fedcluster.report.compare import Difference
+    from fedcluster.report.cells import latex_escape
     assert Difference(-0.0004, -0.0009, -0.0002, "paired", "3", 100).text() == "−0.04 [−0.1, −0.02] *"
     assert Difference(0.0, -0.01, 0.01, "paired", "3", 100).text() == "0.0 [−1.0, +1.0]"
     assert Difference.of_baseline(0.4, 3, 100, False).text() == "40.0 (its mean)"

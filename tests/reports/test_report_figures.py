@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.axes import Axes  # noqa: E402
 
-from fedcluster import plots  # noqa: E402
+from fedcluster.report import figures as plots  # noqa: E402
 
 
 def test_a_label_keeps_its_colour_and_bands_stay_in_range(tmp_path, monkeypatch):
@@ -45,7 +45,7 @@ def test_many_or_long_line_labels_put_the_legend_under_the_panel(tmp_path):
     """Eight configurations with long labels (a method's sensitivity rows) would cover the curves:
     the legend goes under the panel, which makes the figure taller than one with two short labels."""
     import matplotlib.pyplot as plt
-    from fedcluster.plots import write_curves
+    from fedcluster.report.figures import write_curves
     short = [("p", {"a": [0.1, 0.2], "b": [0.3, 0.4]})]
     long = [("p", {f"ifca, init=independent, update=mean, num_clusters=5, partition.num_clusters={i}": [0.1, 0.2]
                    for i in range(8)})]

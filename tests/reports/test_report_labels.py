@@ -15,9 +15,9 @@ import fedcluster
 from fedcluster.config.store import register_schemas
 from fedcluster.report import build_report
 from fedcluster.report.preset_data import data_mismatches
-from fedcluster.results.runs import Run, identity_keys
+from fedcluster.report.runs import Run, identity_keys
 from fedcluster.runner import requested_config
-from fedcluster.tables import TABLES
+from fedcluster.report.tables import TABLES
 
 from conftest import CONF
 

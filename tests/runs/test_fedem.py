@@ -137,10 +137,15 @@ def test_fedsoft_table2_preset_and_report_on_fake_fmnist(tmp_path):
     assert (frame[f"{paired} mean"] <= frame[f"{best} mean"] + 1e-9).all()   # the best by test accuracy bounds it
     assert "reads d's test labels" in text and "paired with distributions by test loss" not in text
     # Figure 2: final weight on the first cluster per client; IFCA's weights are one-hot
-    from fedcluster.plots import final_first_cluster_weights, write_first_cluster_weights
-    runs = [(a, final_first_cluster_weights(tmp_path / "sweep" / f"{i}_{a}")) for i, a in enumerate(methods)]
+    from fedcluster.report.arguments import finished_runs
+    from fedcluster.report.command import main as report_main
+    from fedcluster.report.figures import final_first_cluster_weights
+    dirs = [tmp_path / "sweep" / f"{i}_{a}" for i, a in enumerate(methods)]
+    runs = [(r.summary["algorithm"], final_first_cluster_weights(r.summary, pd.read_csv(r.path / "assignments.csv")))
+            for r in finished_runs("test", dirs)]
     for name, w in runs:
         assert list(w.index) == list(range(6)) and ((w >= 0) & (w <= 1)).all()
     assert set(runs[1][1].unique()) <= {0.0, 1.0}
-    write_first_cluster_weights(tmp_path / "fig2.png", runs)
-    assert (tmp_path / "fig2.png").stat().st_size > 1000
+    with pytest.raises(SystemExit) as e:
+        report_main(["importance", str(tmp_path / "fig2.png"), *map(str, dirs)])
+    assert e.value.code == 0 and (tmp_path / "fig2.png").stat().st_size > 1000

@@ -12,7 +12,7 @@ CAMPAIGN = ROOT / "docs" / "results" / "fedsoft_runs" / "table3_synthetic"   # r
 
 
 def archived_config() -> dict:
-    from fedcluster.results.runs import discover
+    from fedcluster.report.runs import discover
     run = next(r for r in discover(CAMPAIGN).runs if r.path.name == "seed=0")
     return yaml.safe_load(run.files.read_text("config.yaml"))
 

@@ -239,7 +239,7 @@ def test_comparison_presets_sweep_the_papers_twelve_methods(preset):
     each has its config, and the report module holds the paper's number for each row."""
     from omegaconf import OmegaConf
     from conftest import CONF
-    from fedcluster.tables.clove import CLOVE_ACCURACY, CLOVE_METHODS
+    from fedcluster.report.tables.clove import CLOVE_ACCURACY, CLOVE_METHODS
     swept = str(OmegaConf.load(CONF / "preset" / "clove" / f"{preset}.yaml").hydra.sweeper.params.algorithm).split(",")
     assert len(CLOVE_METHODS) == 12 and sorted(swept) == sorted(CLOVE_METHODS)
     assert all((CONF / "algorithm" / f"{m}.yaml").exists() for m in swept)

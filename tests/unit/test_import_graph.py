@@ -87,7 +87,8 @@ def test_the_finder_sees_a_cycle():
 
 def test_the_graph_is_read_from_relative_and_absolute_imports():
     edges = import_graph()
-    assert "local_training" in edges["algorithms"] and "results" in edges["tables"]
+    # report/tables/common.py reaches fedcluster/metrics.py three levels up (`from ...metrics import`)
+    assert "local_training" in edges["algorithms"] and "metrics" in edges["report"]
 
 
 def test_no_import_cycle_between_subpackages():

@@ -1,4 +1,4 @@
-"""Archived runs packed one file per campaign (fedcluster/results/packs.py): read exactly as their folders were,
+"""Archived runs packed one file per campaign (fedcluster/report/packs.py): read exactly as their folders were,
 each run checked against its own seal, and a pack is data only: a name that leaves its folder, or an edited
 table, is refused or skipped, and unpacking writes nowhere else."""
 import gzip
@@ -9,8 +9,8 @@ import pytest
 
 from conftest import ROOT
 from fedcluster.command.api import load_runs
-from fedcluster.results.packs import PACK_NAME, PackError, pack_bytes, read_pack, relative_name, write_pack
-from fedcluster.results.runs import discover
+from fedcluster.report.packs import PACK_NAME, PackError, pack_bytes, read_pack, relative_name, write_pack
+from fedcluster.report.runs import discover
 from test_archive_runs import archive_runs
 
 CAMPAIGN = ROOT / "docs" / "results" / "fedsoft_runs" / "table3_synthetic"

@@ -6,7 +6,7 @@ its seal names, .hydra/overrides.yaml) is held as one file in that folder, PACK_
     {"format": "fedcluster runs pack", "version": 1,
      "runs": {"<run folder, relative to the pack's folder>": {"<file name>": "<its text>", ...}, ...}}
 
-`discover` (results/runs.py) reads a pack's runs as it reads run folders, at the paths the folders had (the pack's
+`discover` (report/runs.py) reads a pack's runs as it reads run folders, at the paths the folders had (the pack's
 folder / run folder), each checked against its own seal the same way (run_records/integrity.py), and the reports
 read their tables through `Run.files`. Reading a pack parses JSON and nothing else: no code runs, and nothing is
 written. Written with sorted keys and a zero gzip time stamp, so the same runs make the same bytes.

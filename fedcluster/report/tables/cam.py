@@ -5,9 +5,9 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from ..results.cells import DASH, Reported, Stat
-from ..results.defaults import non_default_settings, setting_name
-from ..results.runs import ABSENT, Cell, ReportError, Run, show, sort_key
+from ..cells import DASH, Reported, Stat
+from ..defaults import non_default_settings, setting_name
+from ..runs import ABSENT, Cell, ReportError, Run, show, sort_key
 from .common import Identity, Protocol, Spec, Table, local_metric, runs_of, unique, paper_label, protocol_gaps
 from .paper_numbers import number, reported, cell_key
 
@@ -70,7 +70,7 @@ def _config_labels(cells: Sequence[Cell]) -> Dict[int, str]:
     which it differs from the other configurations of the same method and K, and those away from the
     algorithm's defaults (conf/algorithm/), so a lone sensitivity row (lambda = 0.1) is never read as
     the method's own; taken over all data settings, so one configuration is one row in every setting.
-    A setting that only changes what is reported (results/defaults.py) names a row only where two
+    A setting that only changes what is reported (report/defaults.py) names a row only where two
     configurations differ in it alone."""
     def config_of(c: Cell) -> tuple:
         return tuple((k, v) for k, v in c.key if k.startswith("algorithm.") and k not in K_KEYS)

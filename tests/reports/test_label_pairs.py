@@ -1,9 +1,7 @@
-"""scripts/label_pair_accuracy.py: rebuilds a finished n-class run's partition from its
+"""`fedcluster-report label-pairs`: rebuilds a finished n-class run's partition from its
 config.yaml and splits the final per-client accuracy by whether a client's two classes are
 of one kind (the explanation of the n-class K = 5 seed spread in the Fed-CAM Table 1 report)."""
 import copy
-import importlib.util
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,16 +10,13 @@ from fedcluster.runner import run
 
 from conftest import make_cfg
 from fakedata import write_mnist_like
-
-ROOT = Path(__file__).resolve().parents[2]
+from test_report import make_run
 
 
 @pytest.fixture
 def script():
-    spec = importlib.util.spec_from_file_location("label_pair_accuracy", ROOT / "scripts" / "label_pair_accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    import fedcluster.report.label_pairs
+    return fedcluster.report.label_pairs
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +54,7 @@ def test_a_run_it_cannot_read_is_refused_in_one_line(script, nclass_run, tmp_pat
     with pytest.raises(SystemExit) as e:
         script.main([str(tmp_path / "no_such_run")])
     assert e.value.code == 2 and "no config.yaml" in capsys.readouterr().err
-    other = tmp_path / "mnist_run"
-    other.mkdir()
-    (other / "config.yaml").write_text((out / "config.yaml").read_text().replace("name: fashion_mnist", "name: mnist"))
+    other = make_run(tmp_path / "mnist_run", 0, {"dataset.name": "mnist"})   # a finished run of another data set
     with pytest.raises(SystemExit) as e:
         script.main([str(other)])
     err = capsys.readouterr().err.strip()

@@ -1,10 +1,10 @@
 """What every paper's tables share: the table and context types, the Spec that registers a
 table, protocol comparison, ARI curves, matched centers, and the generic table for runs of no
 paper. Each paper's tables and reported numbers live in its own module (fedsoft.py, cam.py,
-clove.py); tables/__init__.py is the registry.
+clove.py); report/tables/__init__.py is the registry.
 
 Each table function takes the cells of one (sub-)table (runs that differ only in seed, see
-results/runs.py) and lays them out by the config keys it `consumes`; every other key that varies
+report/runs.py) and lays them out by the config keys it `consumes`; every other key that varies
 has already split the runs into separate sub-tables, so no row ever averages runs of different
 configurations. Centers are relabelled per run so that column c(theta_j) is the center paired with
 distribution j: by the clients' final weights and true mixtures (`matched_center_by_assignment`,
@@ -16,10 +16,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from ..metrics import hungarian_match
-from ..pairing import center_pairing
-from ..results.cells import Reported, Stat, Verdict
-from ..results.runs import ABSENT, Cell, ReportError, Run, show
+from ...metrics import hungarian_match
+from ...run_records.pairing import center_pairing
+from ..cells import Reported, Stat, Verdict
+from ..runs import ABSENT, Cell, ReportError, Run, show
 
 
 # -- Protocols: the setting each paper table was measured in. The report puts a paper column

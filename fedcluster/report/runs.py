@@ -285,7 +285,7 @@ def discover(root: Path) -> Found:
 
 
 def _load_pack(folder: Path, found: Found) -> None:
-    """The runs of the pack in `folder` (results/packs.py), each at the path its folder had, read and checked
+    """The runs of the pack in `folder` (report/packs.py), each at the path its folder had, read and checked
     against its seal as a folder's run is; a pack that cannot be read is one skipped entry."""
     try:
         runs = read_pack(folder / PACK_NAME)

@@ -7,9 +7,9 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ..results.cells import DASH, Reported, Stat
-from ..results.runs import Cell, Run, sort_key
-from ..pairing import center_pairing
+from ..cells import DASH, Reported, Stat
+from ..runs import Cell, Run, sort_key
+from ...run_records.pairing import center_pairing
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, index_cells, matched_matrix, pairing_notes,
                      paper_label, paper_matched, protocol_gaps, summaries_of)
 from .paper_numbers import by_setting, cell_key, key_matrix, matrix, reported

@@ -4,8 +4,8 @@ from typing import Dict
 
 import pandas as pd
 
-from ..results.cells import DASH, Reported, Stat
-from ..results.runs import show, sort_key
+from ..cells import DASH, Reported, Stat
+from ..runs import show, sort_key
 from .common import (Identity, Protocol, Spec, Table, local_metric, runs_of, unique, ari_at_rounds, ari_curve,
                      first_round_stat, index_cells, paper_label, pct_of_final_by, protocol_gaps)
 from .paper_numbers import by_setting, mean_std, reported

@@ -17,8 +17,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from .run_records.io import save_figure  # noqa: E402
-from .pairing import center_pairing  # noqa: E402
+from ..run_records.io import save_figure  # noqa: E402
+from ..run_records.pairing import center_pairing  # noqa: E402
 
 DPI = 200
 
@@ -259,16 +259,12 @@ def write_ari_over_rounds(path: Path, panels, colors=None, bounds=(-1.0, 1.0)) -
     write_curves(path, panels, "ARI vs true clusters", (-0.05, 1.05), colors, bounds=bounds)
 
 
-def final_first_cluster_weights(run_dir: Path) -> pd.Series:
+def final_first_cluster_weights(summary: dict, assignments: pd.DataFrame) -> pd.Series:
     """FedSoft Figure 2's y values: each client's final weight on the center paired with the first
-    distribution ("the first cluster"; pairing.center_pairing), indexed by client. Weights are FedSoft's u, FedEM's pi,
-    IFCA's one-hot assignment (assignments.csv)."""
-    import json
-    run_dir = Path(run_dir)
-    s = json.loads((run_dir / "summary.json").read_text())
-    first = center_pairing(s)[0][s["distributions"][0]]
-    a = pd.read_csv(run_dir / "assignments.csv")
-    last = a[a["round"] == a["round"].max()]
+    distribution ("the first cluster"; pairing.center_pairing), indexed by client, from a run's summary and its
+    assignments.csv. Weights are FedSoft's u, FedEM's pi, IFCA's one-hot assignment."""
+    first = center_pairing(summary)[0][summary["distributions"][0]]
+    last = assignments[assignments["round"] == assignments["round"].max()]
     return last[last["cluster"] == first].set_index("client")["weight"].sort_index()
 
 
