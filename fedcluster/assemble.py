@@ -166,21 +166,32 @@ def count_parameters(build_model) -> int:
         return sum(p.numel() for p in build_model().parameters())
 
 
-def activation_numel(build_model, in_shape) -> int:
-    """Values in one sample's layer outputs (every leaf module's), from a forward pass on the
-    meta device (shapes only); 0 where the model cannot run on a meta input (the check then
-    leaves activations out, and stays a lower bound)."""
+PROBE_ON_CPU_BYTES = 2 ** 28   # a model whose parameters take at most this is sized on an uninitialised CPU copy
+
+
+def activation_numel(build_model, in_shape, num_params: int = None) -> int:
+    """Values in one sample's layer outputs (every leaf module's), from a forward pass of one zero sample
+    through a copy of the model that draws no weights: an uninitialised CPU copy (`to_empty`) where its
+    `num_params` take at most PROBE_ON_CPU_BYTES, else a copy on the meta device (shapes only, no memory; a
+    convolution there loads torch._dynamo, about 1.2 s of start-up that a looped-engine run needs nowhere
+    else). 0 where the model cannot run on such an input (the check then leaves activations out, and stays a
+    lower bound)."""
     sizes = []
-    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+    with torch.random.fork_rng(devices=[]):
         try:
-            model = build_model()
+            with torch.device("meta"):
+                model = build_model()
+            device = "cpu" if num_params is not None and num_params * 4 <= PROBE_ON_CPU_BYTES else "meta"
+            if device == "cpu":
+                model = model.to_empty(device="cpu")
             for m in model.modules():   # a copy of our own, dropped after: its hooks need no removal
                 if not list(m.children()):
                     m.register_forward_hook(lambda _m, _i, o: sizes.append(o.numel()) if torch.is_tensor(o) else None)
             for dtype in (torch.float32, torch.long):
                 sizes.clear()
                 try:
-                    model(torch.zeros(1, *in_shape, dtype=dtype))
+                    with torch.no_grad():
+                        model(torch.zeros(1, *in_shape, dtype=dtype, device=device))
                     break
                 except Exception:   # noqa: BLE001 -- e.g. an embedding wants integer inputs
                     sizes.clear()
@@ -260,7 +271,7 @@ def build(cfg: DictConfig, inputs: Optional[DataInputs] = None):
     keys = size_keys(cfg, source, partition, in_shape)
     source_bytes = source.held_bytes() if hasattr(source, "held_bytes") else {}   # what the source keeps in memory
 
-    per_sample = activation_numel(build_model, in_shape)
+    per_sample = activation_numel(build_model, in_shape, num_params)
     element_size = torch.empty(0, dtype=hw.torch_dtype).element_size()
     algorithm = make(cfg.algorithm)
     privacy = make(cfg.privacy) if "privacy" in cfg else None

@@ -31,9 +31,10 @@ def initialize(module: nn.Module, init: str) -> None:
         raise ConfigError(f"model.init={init!r} is unknown; allowed: {list(INITS)}")
     if init == "xavier" and not any(p.is_meta for p in module.parameters()):
         # a copy on the meta device (assemble.count_parameters, activation_numel) holds shapes only: no
-        # values to draw, and drawing them there loads torch._dynamo (about a second): a command that sizes
-        # the model and then stops (a refusal) is spared it; training loads it anyway (torch.optim's step and
-        # torch.func import it, measured 2026-11-29), as does a conv model's meta forward pass
+        # values to draw, and drawing them there loads torch._dynamo (about a second), which a looped-engine run
+        # needs nowhere else (torch.func's grad and torch.optim's step import it, measured 2026-11-29; that engine
+        # uses neither); a CNN's sizes are probed on an uninitialised CPU copy for the same reason (models/cnn.py
+        # _flat_size, assemble.activation_numel)
         xavier_normal_linear_kaiming_conv(module)
 
 

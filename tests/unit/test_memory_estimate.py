@@ -76,5 +76,21 @@ def test_a_batch_s_activations_are_counted_from_the_model_s_layer_outputs():
     64x7x7, flatten, FC 512, ReLU, FC 10, counted on the meta device (no memory, no draws)."""
     from fedcluster.assemble import activation_numel
     cfg = make_cfg(["model=fedavg_cnn", "dataset=fashion_mnist"])
-    got = activation_numel(lambda: make(cfg.model, in_shape=(1, 28, 28), num_outputs=10), (1, 28, 28))
-    assert got == 2 * 25088 + 6272 + 2 * 12544 + 2 * 3136 + 2 * 512 + 10
+    build = lambda: make(cfg.model, in_shape=(1, 28, 28), num_outputs=10)   # noqa: E731
+    expected = 2 * 25088 + 6272 + 2 * 12544 + 2 * 3136 + 2 * 512 + 10
+    assert activation_numel(build, (1, 28, 28)) == expected                       # on the meta device
+    assert activation_numel(build, (1, 28, 28), num_params=1_663_370) == expected  # an uninitialised CPU copy
+
+
+@pytest.mark.parametrize("model,in_shape", [("lenet", (1, 28, 28)), ("genconv", (1, 28, 28)), ("letters_cnn", (1, 28, 28)),
+                                            ("cifar_cnn", (3, 32, 32)), ("bn_cnn", (3, 32, 32)), ("mlp", (64,))])
+def test_the_cpu_probe_counts_what_the_meta_probe_counts(model, in_shape):
+    """A model small enough is sized on an uninitialised CPU copy (a convolution on the meta device loads
+    torch._dynamo, ~1.2 s of a run's start-up): its parameter count and layer outputs are the meta copy's and the
+    real model's."""
+    from fedcluster.assemble import activation_numel, count_parameters
+    cfg = make_cfg([f"model={model}"])
+    build = lambda: make(cfg.model, in_shape=in_shape, num_outputs=10)   # noqa: E731
+    n = count_parameters(build)
+    assert n == sum(p.numel() for p in build().parameters())
+    assert activation_numel(build, in_shape, num_params=n) == activation_numel(build, in_shape) > 0
