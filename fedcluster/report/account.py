@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import yaml
+from ..run_records.yaml_safe import safe_load
 
 from . import tables
 from .cells import Reported, Stat, Verdict
@@ -232,7 +233,7 @@ def load(registry: Path = REGISTRY, root: Path = Path(".")) -> dict:
     paper_numbers.csv's key columns and say `measured` (a run folder, or a page with a quote on it)
     or `argued`."""
     try:
-        reg = yaml.safe_load(registry.read_text()) or {}
+        reg = safe_load(registry.read_text()) or {}
     except yaml.YAMLError as e:
         raise AccountError(f"{registry}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
     if not isinstance(reg, dict):

@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 import pandas as pd
-import yaml
+from ..run_records.yaml_safe import safe_load
 
 from ..hardware import device_kind
 from ..run_records.io import write_csv, write_text
@@ -221,7 +221,7 @@ def own_settings_section(found) -> list:
         method = str(r.summary.get("algorithm"))
         runs[method] = runs.get(method, 0) + 1
         name = ".hydra/overrides.yaml"   # the run's command-line overrides (its folder's, or its pack's copy)
-        given = [str(x) for x in yaml.safe_load(r.files.read_text(name)) or []] if r.files.is_file(name) else []
+        given = [str(x) for x in safe_load(r.files.read_text(name)) or []] if r.files.is_file(name) else []
         keys = ", ".join(sorted(x for x in given if x.startswith(("algorithm.", "warmup_rounds="))))
         if keys:
             own.setdefault(method, {})[keys] = own.get(method, {}).get(keys, 0) + 1

@@ -14,7 +14,7 @@ import math
 import sys
 from pathlib import Path
 
-import yaml
+from ..run_records.yaml_safe import safe_load
 
 from ..run_records.io import write_text
 from .arguments import OneLineParser, refuse
@@ -33,7 +33,7 @@ def runs(folder: Path, partition: str, dataset: str) -> dict:
     for run in discover(Path(folder)).runs:   # finished runs whose seals hold, in folders or packs
         s = dict(run.summary)
         if s.get("partition") == partition and s.get("dataset") == dataset:
-            s["run_config"] = yaml.safe_load(run.files.read_text("config.yaml"))   # the run's whole config
+            s["run_config"] = safe_load(run.files.read_text("config.yaml"))   # the run's whole config
             out[condition(s["run_config"], run.path)].setdefault(s["algorithm"], {})[int(s["seed"])] = s
     return out
 

@@ -12,7 +12,7 @@ setting existed is not judged on it."""
 from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
-import yaml
+from ..run_records.yaml_safe import safe_load
 
 from .runs import ABSENT, Run, identity_keys, show
 
@@ -32,7 +32,7 @@ def presets_of_tables() -> Dict[str, Tuple[Tuple[str, Tuple[Tuple[str, str], ...
     root = config_dir() / "preset"
     out: Dict[str, list] = {}
     for f in sorted(root.rglob("*.yaml")):
-        doc = yaml.safe_load(f.read_text()) or {}
+        doc = safe_load(f.read_text()) or {}
         table = doc.get("table")
         if not isinstance(table, str):
             continue

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 import yaml
+from ..run_records.yaml_safe import safe_load
 
 from ..run_records.io import write_text   # atomic: a reader never sees half a page
 from . import account
@@ -75,7 +76,7 @@ def check_entry(i: int, e: dict, root: Path) -> None:
 
 def load(registry: Path = REGISTRY, root: Path = Path(".")) -> list:
     try:
-        entries = yaml.safe_load(registry.read_text()) or []
+        entries = safe_load(registry.read_text()) or []
     except yaml.YAMLError as e:   # one line, where the registry breaks, not a traceback
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
+from ..run_records.yaml_safe import safe_load
 
 from ..run_records.identity import VOLATILE_KEYS, as_settled, comparable
 from ..run_records.identity import flatten as rundir_flatten
@@ -157,7 +158,7 @@ def _read_config(files) -> Tuple[Optional[dict], Optional[str]]:
     if not files.is_file(CONFIG_FILE):
         return None, "missing"
     try:
-        config = yaml.safe_load(files.read_text(CONFIG_FILE))
+        config = safe_load(files.read_text(CONFIG_FILE))
     except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:
         return None, f"unreadable ({type(e).__name__})"
     if not _is_fedcluster_config(config):

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
-import yaml
+from .yaml_safe import safe_load
 from omegaconf import OmegaConf
 
 from ..run_keys import volatile_keys
@@ -229,4 +229,4 @@ def json_default(o):
 def requested_config(cfg) -> dict:
     """The run's config as plain data, exactly as config.yaml stores it (a YAML round trip, so
     an existing directory's config.yaml compares equal to the same request)."""
-    return yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True)) or {}
+    return safe_load(OmegaConf.to_yaml(cfg, resolve=True)) or {}

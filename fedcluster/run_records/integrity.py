@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Optional
 
 import yaml
+from .yaml_safe import safe_load
 
 from .identity import accepted_fingerprints, json_default
 from .run_files import FolderFiles
@@ -131,7 +132,7 @@ def sealed_problem(files, summary: dict, manifest_problem=None) -> Optional[str]
     if not isinstance(seal, dict):
         return None if files.is_file("metrics.csv") else "its metrics.csv is missing"
     try:
-        config = yaml.safe_load(files.read_text("config.yaml")) or {}
+        config = safe_load(files.read_text("config.yaml")) or {}
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return "its config.yaml cannot be read"
     if "summary_sha256" in seal and summary_digest(summary) != seal["summary_sha256"]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 import yaml
+from .yaml_safe import safe_load
 
 from ..errors import RunDirectoryError
 from . import fsops
@@ -275,7 +276,7 @@ def _read_config(path: Path) -> Optional[dict]:
     if not f.exists():
         return None
     try:
-        return yaml.safe_load(f.read_text()) or {}
+        return safe_load(f.read_text()) or {}
     except (yaml.YAMLError, OSError) as e:
         raise RunDirectoryError(f"{f} cannot be read ({type(e).__name__}); this directory's run is damaged, "
                                 "choose another hydra.run.dir") from None
