@@ -45,12 +45,13 @@ def _named_in(conf: Path) -> dict:
     return names
 
 
-def option_classes(group: str, conf: Optional[Path] = None) -> list:
+def option_classes(group: str, conf: Optional[Path] = None, named: Optional[dict] = None) -> list:
     """The classes of `group`'s options (without plugins'): each class its package holds that a yaml of `conf`
     (default: the config folder) builds from, sorted by module and name. A name no class of the package has (a
-    plugin's class, which plugins.options adds) is left to the plugin."""
+    plugin's class, which plugins.options adds) is left to the plugin. `named`: `_named_in(conf)` where the caller
+    has read it already (register_schemas reads the folder once for every group, not once a group)."""
     package = GROUP_PACKAGES[group]
-    found = [getattr(package, name) for name in _named_in(conf or config_dir())[group]
+    found = [getattr(package, name) for name in (named or _named_in(conf or config_dir()))[group]
              if isinstance(getattr(package, name, None), type)]
     return sorted(dict.fromkeys(found), key=lambda c: (c.__module__, c.__name__))
 
@@ -170,7 +171,9 @@ def register_schemas() -> None:
     register_resolvers()
     plugins.load()
     cs = ConfigStore.instance()
-    by_group = {group: tuple(dict.fromkeys(option_classes(group) + plugins.options(group))) for group in GROUP_PACKAGES}
+    named = _named_in(config_dir())
+    by_group = {group: tuple(dict.fromkeys(option_classes(group, named=named) + plugins.options(group)))
+                for group in GROUP_PACKAGES}
     # Building a schema costs more than a composition's own work: skip it where this process has already
     # stored these very classes (a new Algorithm subclass or plugin class changes the key; nothing in
     # fedcluster removes entries from Hydra's ConfigStore, and its presence is checked too).
