@@ -45,6 +45,6 @@ def test_sizing_a_cnn_loads_no_compiler():
              "n = count_parameters(build)\n"
              "print(n, activation_numel(build, (1, 28, 28), n) > 0, 'torch._dynamo' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    real = sum(p.numel() for p in __import__("fedcluster.models.cnn", fromlist=["GenConvNet"]).GenConvNet(
-        in_shape=(1, 28, 28), num_outputs=10).parameters())
+    from fedcluster.models.cnn import GenConvNet
+    real = sum(p.numel() for p in GenConvNet(in_shape=(1, 28, 28), num_outputs=10).parameters())
     assert out.stdout.split() == [str(real), "True", "False"], out.stdout + out.stderr
