@@ -86,7 +86,8 @@ def _stack(per_client: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], de
     the labels and source ids padded to the largest client (source -1 at padding)."""
     n = torch.tensor([len(y) for _, y, _ in per_client])
     width = max(int(n.max()), 1)
-    y = torch.zeros(len(per_client), width, dtype=per_client[0][1].dtype)
+    first = per_client[0][1]   # labels [n], or an unsupervised split's targets [n, *in_shape]
+    y = torch.zeros(len(per_client), width, *first.shape[1:], dtype=first.dtype)
     src = torch.full((len(per_client), width), -1, dtype=torch.long)
     for k, (_, yk, sk) in enumerate(per_client):
         y[k, : len(yk)], src[k, : len(yk)] = yk, sk

@@ -13,16 +13,20 @@ from .init import INITS, check_sizes, initialize
 
 class FCAutoencoder(nn.Module):
     """Fully connected autoencoder with a sigmoid output (CLoVE: MNIST/FMNIST), images in [0, 1].
-    Encoder widths `hidden` (default 256, 64), mirrored in the decoder."""
+    Encoder widths `hidden` (default 256, 64), mirrored in the decoder. `latent_activation`: what follows
+    the encoder's last layer, ReLU (default) or nothing, as the authors' `Autoencoder` (model.py, b602090f),
+    whose bottleneck is linear."""
 
     def __init__(self, in_shape, num_outputs: int = 0, hidden: Annotated[Sequence[int], AtLeast(1)] = (256, 64),
-                 init: Annotated[str, OneOf(INITS)] = "xavier"):
+                 init: Annotated[str, OneOf(INITS)] = "xavier",
+                 latent_activation: Annotated[str, OneOf(("relu", "none"))] = "relu"):
         super().__init__()
         self.in_shape = tuple(in_shape)
         widths = [math.prod(in_shape), *check_sizes("hidden", hidden)]
         enc, dec = [], []
-        for a, b in zip(widths[:-1], widths[1:]):
-            enc += [nn.Linear(a, b), nn.ReLU()]
+        for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+            last = i == len(widths) - 2
+            enc += [nn.Linear(a, b)] + ([] if last and latent_activation == "none" else [nn.ReLU()])
         back = widths[::-1]
         for i, (a, b) in enumerate(zip(back[:-1], back[1:])):
             dec += [nn.Linear(a, b), nn.Sigmoid() if i == len(back) - 2 else nn.ReLU()]

@@ -109,3 +109,25 @@ def test_local_only_optimizer_state_kept_or_restarted_each_round(tmp_path):
     assert (first(a, rounds[0]) == first(b, rounds[0])).all() and (first(a, rounds[1]) != first(b, rounds[1])).any()
     assert kept["config"]["algorithm"]["keep_client_state"] is True
     assert fresh["config"]["algorithm"]["keep_client_state"] is False
+
+
+def test_clove_unsupervised_preset_builds_the_authors_autoencoder():
+    """CLoVE Table 5 as the authors' code ran it (model.py Autoencoder: 784-784-392-196-392-784-784, no activation at
+    the bottleneck, sigmoid output; experiment_list.csv row 301: 5 clients x 10 one-class clusters, 1,000 training
+    samples each; data_utils.py: 200 test samples each; Adam 1e-3, batch 100; Local-only's Adam restarts each round)."""
+    import torch.nn as nn
+    from fedcluster.assemble import make
+    cfg = make_cfg(["+preset=clove/unsupervised", "hydra.mode=RUN", "algorithm=local"])
+    model = make(cfg.model, in_shape=(1, 28, 28), num_outputs=0)
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [
+        (784, 784), (784, 392), (392, 196), (196, 392), (392, 784), (784, 784)]
+    assert isinstance(model.encoder[-1], nn.Linear)                # linear bottleneck
+    assert isinstance(model.decoder[-1], nn.Sigmoid)
+    assert sum(p.numel() for p in model.parameters()) == 2_000_964
+    assert (cfg.partition.num_clients, cfg.partition.samples_per_client, cfg.partition.test_samples_per_client) == \
+        (50, 1000, 200)
+    assert (cfg.train.optimizer, cfg.train.lr, cfg.train.batch_size, cfg.train.epochs) == ("adam", 1e-3, 100, 1)
+    assert cfg.algorithm.keep_client_state is False
+    default = make(make_cfg(["model=fc_autoencoder"]).model, in_shape=(1, 28, 28), num_outputs=0)
+    assert isinstance(default.encoder[-1], nn.ReLU)                # the default keeps its ReLU there

@@ -171,3 +171,18 @@ def test_an_image_sources_name_is_a_label_and_reader_picks_the_files(tmp_path):
         ImageSource(name="my_fmnist", distributions=[{"rotation": 0}], root=str(tmp_path))
     with pytest.raises(ConfigError, match=r"^dataset.reader='fmnist' is not a reader"):
         ImageSource(name="x", reader="fmnist", distributions=[{"rotation": 0}], root=str(tmp_path))
+
+
+def test_a_subset_of_clients_keeps_unsupervised_targets():
+    """An unsupervised split's targets are images ([n, C, H, W]), not labels; taking some of its clients (the
+    estimate's calibration, held-out clients) keeps them whole."""
+    import torch
+    from fedcluster.data.federated import _stack
+    from fedcluster.data.holdout import clients_of
+    rows = [(torch.rand(n, 1, 4, 4), torch.rand(n, 1, 4, 4), torch.zeros(n, dtype=torch.long)) for n in (3, 5)]
+    split = _stack(rows)
+    assert tuple(split.y.shape) == (2, 5, 1, 4, 4)
+    part = clients_of(split, [1])
+    assert torch.equal(part.y[0], rows[1][1])
+    labels = _stack([(torch.rand(2, 1, 4, 4), torch.tensor([3, 4]), torch.zeros(2, dtype=torch.long))])
+    assert labels.y.tolist() == [[3, 4]]
