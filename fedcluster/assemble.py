@@ -27,22 +27,39 @@ from .run_records.identity import flatten
 from .run_keys import ENGINES   # declared with the `engine` key
 
 
-def choose_engine(requested: str, model: torch.nn.Module, device: torch.device) -> str:
-    """`auto`: batched (vmap) everywhere except convolutional models on CPU, where vmap over
-    convolutions measured slower than a per-client loop (benchmarks/benchmark.py)."""
+# `auto` trains convolutional models on a CPU grouped (one call per layer for all of a step's clients) at solver
+# batches up to this size, looped above it. Measured side by side, 1 thread, 10 clients' copies, one training step
+# (forward, backward), 2-core AMD EPYC, quiet, 2026-12-07 (docs/performance.md, "One call per layer"): grouped /
+# looped time 0.70 (LeNet) and 0.65 (GenConvNet) at batch 10, 0.87-0.91 at 16, 0.94 at 20, 1.0 at 32 (LeNet; the
+# FedAvg CNN 1.01), 1.33 at 50 and 1.75 at 100 (GenConvNet). Batch 16 is left looped: its gain is within what
+# clients of skewed sizes take back (steps where few clients train), unmeasured on a whole workload.
+GROUPED_MAX_BATCH = 10
+
+
+def choose_engine(requested: str, model: torch.nn.Module, device: torch.device, batch_size: Optional[int] = None) -> str:
+    """`auto`: batched (vmap) everywhere except convolutional models on CPU, where vmap over convolutions measured
+    slower than a per-client loop: there grouped at batches up to GROUPED_MAX_BATCH (where the model can run many
+    copies in one call per layer, `rows_unsupported`), looped above (benchmarks/benchmark.py)."""
     if requested not in ENGINES:
         raise ConfigError(f"engine={requested!r} is unknown; allowed: {list(ENGINES)}")
     stateful = [type(m).__name__ for m in model.modules()
                 if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.Dropout))]
     if stateful:   # batch statistics would include padded samples; vmap has no per-row dropout masks here
-        if requested == "batched":
+        if requested in ("batched", "grouped"):
             print(f"fedcluster: the model has {sorted(set(stateful))}; training with the sequential engine "
                   "(per-client batch-norm statistics and dropout masks)", file=sys.stderr)
         return "sequential"
+    why = model.rows_unsupported() if hasattr(model, "rows_unsupported") else f"{type(model).__name__} has none"
+    if requested == "grouped" and why is not None:
+        raise ConfigError(f"engine=grouped needs a model that runs many copies in one call per layer; "
+                          f"{type(model).__name__}: {why}; allowed: engine=auto, batched, looped, sequential")
     if requested != "auto":
         return requested
     has_conv = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules())
-    return "looped" if (device.type == "cpu" and has_conv) else "batched"
+    if device.type != "cpu" or not has_conv:
+        return "batched"
+    small = batch_size is not None and batch_size <= GROUPED_MAX_BATCH
+    return "grouped" if small and why is None else "looped"
 
 
 def _takes_name(target: str) -> bool:

@@ -19,7 +19,7 @@ from .local_training.optim import OPTIMIZERS
 from .rules import MAX_BATCH, AtLeast, Between, Count, Help, OneOf, Positive, Probability, Rule
 
 OPTIMIZER_NAMES = tuple(sorted(OPTIMIZERS))   # the local optimizers fedcluster implements (local_training/optim.py)
-ENGINES = ("auto", "batched", "looped", "sequential")   # how local training is computed (assemble.choose_engine)
+ENGINES = ("auto", "batched", "looped", "grouped", "sequential")   # how local training is computed (assemble.choose_engine)
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,9 @@ class RunKeys:
     seed: Annotated[int, AtLeast(0), Help("the seed of every random draw of the run (split, model, sampling)")] = 0
     rounds: Annotated[int, Count, Help("communication rounds")] = 50
     engine: Annotated[str, OneOf(ENGINES),
-                      Help("how local training is computed: auto (batched, but looped for convolutions on CPU), "
-                           "batched (vmap), looped, sequential")] = "auto"
+                      Help("how local training is computed: auto (batched; for convolutions on CPU grouped at "
+                           "train.batch_size <= 10, else looped), batched (vmap), looped (a loop over clients), "
+                           "grouped (one call per layer for all clients), sequential")] = "auto"
     eval_every: Annotated[int, AtLeast(1), Help("evaluate every this many rounds (and always the last)")] = 1
     eval_local_train: Annotated[bool, Help("also score each client's model on its own training data (a paper's "
                                            "training-data column)")] = True

@@ -78,7 +78,7 @@ def _run_owned(cfg: DictConfig, out: Path, inputs, requested: dict, reporting: R
     hw, fed, alg, trainer = build(cfg, inputs)
     if train_with is not None:
         trainer = train_with(trainer)
-    engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
+    engine = choose_engine(cfg.engine, fed.model, hw.torch_device, cfg.train.batch_size)
     fed.batched_forward = engine == "batched"
     chunk = rows_per_chunk(hw.chunk, alg.training_rows(fed.num_clients), sum(p.numel() for p in fed.model.parameters()),
                            cfg.train.optimizer, hw.torch_device, torch.empty(0, dtype=hw.torch_dtype).element_size())

@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Optional
 class SettledRun:
     """cfg: the run's config (config.yaml holds `requested`, its plain-data form); out: its directory;
     hw, fed, alg, trainer: the built hardware, the run view algorithms use (data, model, device), algorithm and local trainer;
-    engine: the gradient formulation chosen ('looped' or 'batched'); chunk: rows trained at once (None: all);
+    engine: the gradient formulation chosen ('batched', 'looped', 'grouped' or 'sequential'); chunk: rows trained at once (None: all);
     fingerprint: the config's identity; watch: the divergence check; record: what the rounds so far produced."""
     cfg: Any
     out: Path

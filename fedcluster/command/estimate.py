@@ -25,7 +25,7 @@ def job_cost(cfg, kept: dict, recalibrate: bool) -> dict:
     from ..cost.flops import sample_flops
     from ..cost.rates import machine_key, measure, measure_method, method_key, model_key, rates_path
     hw, fed, alg, trainer = build(cfg)
-    engine = choose_engine(cfg.engine, fed.model, hw.torch_device)
+    engine = choose_engine(cfg.engine, fed.model, hw.torch_device, cfg.train.batch_size)
     fed.batched_forward = engine == "batched"
     chunk = rows_per_chunk(hw.chunk, alg.training_rows(fed.num_clients), sum(p.numel() for p in fed.model.parameters()),
                            cfg.train.optimizer, hw.torch_device, torch.empty(0, dtype=hw.torch_dtype).element_size())

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import torch
 from torch.func import grad, vmap
 
+from .precision import autocast
 from .terms import row_data
 from .workers import own_module
 
@@ -93,6 +94,48 @@ def looped(trainer, job, objective, buffers):
 
 
 @contextmanager
+def grouped(trainer, job, objective, buffers):
+    """The CPU formulation for small batches: each step runs the forward pass of every active row in one call per
+    layer (the model's `forward_rows`, models/grouped.py: a grouped convolution, a batched matrix product), the
+    rows' losses in one vmap over the objective's terms (`Objective.from_outputs`), and one backward pass. A row's
+    batch is padded to the step's width, the padding masked out of its loss (`valid`), as the batched engine does.
+    Row-parallel like `looped`: each CPU thread runs its part of the rows with single-threaded ops."""
+    model = trainer.model
+    why = model.rows_unsupported() if hasattr(model, "rows_unsupported") else \
+        f"{type(model).__name__} has no forward_rows"
+    if why is None and not objective.rows_at_once:
+        why = "a term rewrites the objective (Per-FedAvg's meta step)"
+    if why is not None:
+        raise ValueError(f"the grouped engine cannot train this job: {why}; use engine=looped")
+    device, terms = job.x.device, job.terms
+    rows_of = job.rows.to(device)
+    index, valid_all = job.schedule.index.to(device), job.schedule.valid.to(device)
+    names = trainer.param_names
+    trained = [k for k in names if objective.keep is None or k in objective.keep]
+    losses_of = vmap(lambda p, out, feats, y, v, d: objective.from_outputs(p, out, feats, y, v, d),
+                     in_dims=(0, 0, 0 if objective.features else None, 0, 0, tuple(0 for _ in terms)))
+
+    def grads_of(params, step, act):
+        take = act.to(device)
+        every_row = len(act) == len(next(iter(params.values())))
+        leaves = {k: (params[k].detach() if every_row else params[k].index_select(0, take)).requires_grad_(k in trained)
+                  for k in names}
+        idx, valid = index[take, step], valid_all[take, step]                   # [R, B]
+        clients = rows_of[take][:, None]
+        x = trainer.augmented(job.x[clients, idx], job.schedule, act, step)
+        with autocast():
+            out = model.forward_rows(leaves, x, with_features=objective.features)
+        out, feats = out if objective.features else (out, None)
+        data = tuple(row_data(term, take[:, None] if term.per_sample else take, idx) for term in terms)
+        objs, data_loss = losses_of(leaves, out, feats, job.y[clients, idx], valid.to(job.x.dtype), data)
+        grads = dict(zip(trained, torch.autograd.grad(objs.sum(), [leaves[k] for k in trained], allow_unused=True)))
+        return take, {k: torch.zeros_like(leaves[k]) if grads.get(k) is None else grads[k] for k in names}, \
+            data_loss.detach(), None
+
+    yield grads_of
+
+
+@contextmanager
 def per_row(trainer, job, objective, buffers):
     """The reference: one row at a time, plain autograd on its own batch, with its own batch-norm
     buffers (views of the stacked ones, updated in place) and its own dropout random stream
@@ -133,8 +176,8 @@ def per_row(trainer, job, objective, buffers):
         yield grads_of
 
 
-GRADIENT_MODES = {"batched": vmapped, "looped": looped, "sequential": per_row}
-ROW_PARALLEL = frozenset({"looped"})   # LocalTrainer.train runs its rows in parts, one per CPU thread
+GRADIENT_MODES = {"batched": vmapped, "looped": looped, "grouped": grouped, "sequential": per_row}
+ROW_PARALLEL = frozenset({"looped", "grouped"})   # LocalTrainer.train runs its rows in parts, one per CPU thread
 HANDLES_BUFFERS = frozenset({"sequential"})   # batch statistics of padded rows would be wrong elsewhere
 
 

@@ -96,17 +96,21 @@ class LocalTrainer:
 
     def train(self, job: LocalJob, engine: str) -> LocalResult:
         """The job's rows trained over its schedule, their gradients computed by `engine`
-        (batched: vmap; looped: a loop over rows, one backward pass per step and thread;
-        sequential: one row at a time, the reference, and the only one for models with buffers).
+        (batched: vmap; looped: a loop over rows, one backward pass per step and thread; grouped: every active
+        row's forward in one call per layer, one backward pass per step and thread, and looped for a job whose
+        objective a term rewrites; sequential: one row at a time, the reference, and the only one for models with
+        buffers).
 
-        A row-parallel engine (looped) splits the rows into one part per CPU thread, balanced by
+        A row-parallel engine (looped, grouped) splits the rows into one part per CPU thread, balanced by
         their samples, and each thread runs the whole step loop for its part with single-threaded
         ops (local_training/workers.py): no thread waits for another until the job ends, and a part
         whose clients finish early never idles a core while others still train (client sizes
         are skewed). Rows share nothing, so each row's numbers do not depend on the split; the
         parts update disjoint rows of the stacked tensors in place."""
-        mode = gradient_mode(engine)
         objective, optimizer = self.objective_for(job), self.optimizer_for(job)
+        if engine == "grouped" and not objective.rows_at_once:
+            engine = "looped"   # a term rewrites the objective (Per-FedAvg's meta step): the same math, row by row
+        mode = gradient_mode(engine)
         params, buffers = self.split(job.start)
         if buffers and engine not in HANDLES_BUFFERS:
             raise ValueError(f"the {engine} engine does not train models with buffers (batch norm); "

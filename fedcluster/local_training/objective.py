@@ -45,12 +45,25 @@ class Objective:
         return self.fn(params, x, y, valid, data, buffers, model, penalties)
 
     def plain(self, params, x, y, valid, data, buffers=None, model=None, penalties=True):
-        terms = self.terms
         with autocast():
             out = functional_call(model or self.model, {**params, **buffers} if buffers else params, (x,),
                                   {"with_features": True} if self.features else None)
+        out, feats = out if self.features else (out, None)
+        return self.from_outputs(params, out, feats, y, valid, data, penalties)
+
+    @property
+    def rows_at_once(self) -> bool:
+        """Whether many rows' outputs may come from one call (`from_outputs`): no term rewrites the objective."""
+        return self.fn == self.plain
+
+    def from_outputs(self, params, out, feats, y, valid, data, penalties=True):
+        """The row's objective and mean data loss from its model outputs (and the representation the last layer
+        read, where a term reads features): what `plain` computes after its forward pass, also for outputs that
+        many rows computed in one call (local_training/gradient_modes.py `grouped`)."""
+        if self.keep is not None:
+            params = {k: v if k in self.keep else v.detach() for k, v in params.items()}
+        terms = self.terms
         if self.features:
-            out, feats = out
             feats = full_precision(feats)
         out = full_precision(out)
         for term, d in zip(terms, data):

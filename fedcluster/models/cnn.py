@@ -6,6 +6,7 @@ import torch
 import torch.nn as nn
 
 from ..rules import AtLeast, OneOf, Probability
+from . import grouped
 from .init import INITS, check_sizes, initialize
 from .pooling import MaxPool2x2
 
@@ -35,6 +36,25 @@ class FeaturesClassifier(nn.Module):
         feats = self.classifier[:-1](self.features(x))
         out = self.classifier[-1](feats)
         return (out, feats) if with_features else out
+
+    def _layers(self):
+        return [(f"features.{i}", m) for i, m in enumerate(self.features)] + \
+            [(f"classifier.{i}", m) for i, m in enumerate(self.classifier)]
+
+    def rows_unsupported(self):
+        """Why `forward_rows` cannot run this model (a layer it has no grouped form of), or None."""
+        return grouped.unsupported(self._layers())
+
+    def forward_rows(self, params, x, with_features: bool = False):
+        """R stacked models (params [R, ...]) on their own batches x [R, B, ...] in one call per layer
+        (models/grouped.py): logits [R, B, outputs], with_features: and the representation [R, B, F]."""
+        rows = x.shape[0]
+        layers = self._layers()
+        h, is_grouped = grouped.forward_rows(layers[:-1], params, grouped.grouped_input(x), rows, x.dim() == 5)
+        if is_grouped:
+            raise ValueError("forward_rows: the classifier must start from flattened features")
+        out, _ = grouped.forward_rows(layers[-1:], params, h, rows, False)
+        return (out, h) if with_features else out
 
 
 def lenet_convs(channels: int) -> nn.Sequential:

@@ -42,7 +42,8 @@ def test_every_workload_runs_in_its_smoke_form_beside_the_reference(fake_root):
                 r["reference_seconds_per_round"] / r["seconds_per_round"], rel=0.15)
         else:
             assert r["speedup_vs_reference"] is None
-        assert r["engine"] == ("batched" if r["workload"] == "a" else "looped")   # engine=auto on CPU
+        # engine=auto on CPU: batched without convolutions, grouped for a CNN at batch <= 10, looped above
+        assert r["engine"] == {"a": "batched", "d": "grouped", "d_cnn": "grouped"}.get(r["workload"], "looped")
         assert r["omp_wait_policy"] == "PASSIVE"            # fedcluster's process default (threads.py)
         assert r["samples_per_round"] > 0
     titles = {r["workload"]: r["title"] for r in rows}

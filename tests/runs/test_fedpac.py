@@ -187,10 +187,10 @@ def test_clients_share_the_extractor_and_keep_their_own_heads(tmp_path, fmnist_r
 def test_engines_agree(tmp_path, fmnist_root):
     common = IMAGES + ENGINE_CHECK + [f"dataset.root={fmnist_root}", "rounds=2"]   # round 2 adds the centroid pull
     frames = {}
-    for engine in ("batched", "looped", "sequential"):
+    for engine in ("batched", "looped", "grouped", "sequential"):
         run(make_cfg(common + [f"engine={engine}"]), tmp_path / engine)
         frames[engine] = pd.read_csv(tmp_path / engine / "metrics.csv")
-    for engine in ("batched", "looped"):
+    for engine in ("batched", "looped", "grouped"):
         a, b = frames[engine], frames["sequential"]
         pd.testing.assert_frame_equal(a.drop(columns=["value", "run_id"]), b.drop(columns=["value", "run_id"]))
         np.testing.assert_allclose(a["value"], b["value"], rtol=1e-3, atol=1e-4)

@@ -91,7 +91,7 @@ def test_image_run_end_to_end_on_fake_cifar(tmp_path):
                     "partition.num_clients=4", "partition.min_samples=20", "partition.max_samples=30",
                     "rounds=2", "train.epochs=1", "train.batch_size=8", "progress=false", "plots=false"])
     summary = run(cfg, tmp_path / "out")
-    assert summary["task"] == "classification" and summary["engine"] == "looped"   # auto: CPU + conv
+    assert summary["task"] == "classification" and summary["engine"] == "grouped"   # auto: CPU + conv at batch <= 10
     assert 0 <= summary["local"]["local_test_accuracy"] <= 1
     assert set(summary["centers"]) == {"accuracy", "macro_f1", "loss"}
 

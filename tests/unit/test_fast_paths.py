@@ -82,17 +82,17 @@ def test_looped_equals_sequential_and_batched(opt, steps, extras):
     trainer = LocalTrainer(model_fn(), "classification", opt, epochs=2, batch_size=8, steps=steps)
     sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(3))
     results = {e: trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched, terms_from(refs, coeffs, off, w)), e)
-               for e in ("looped", "sequential", "batched")}
+               for e in ("looped", "sequential", "batched", "grouped")}
     # Adam divides by sqrt(v): a weight whose gradient is ~1e-9 (summation noise) can step by
     # up to lr either way, so a few of them may differ by O(lr); all others agree to 1e-5.
     loose = opt.lr / 2 if isinstance(opt, Adam) else 1e-5
     for k in start:
         assert not torch.allclose(results["looped"].params[k], start[k])
-        for other in ("sequential", "batched"):
+        for other in ("sequential", "batched", "grouped"):
             a, b = results["looped"].params[k], results[other].params[k]
             torch.testing.assert_close(a, b, rtol=1e-4, atol=loose)
             assert ((a - b).abs() > 1e-5 + 1e-4 * b.abs()).float().mean() < 1e-3
-    for other in ("sequential", "batched"):
+    for other in ("sequential", "batched", "grouped"):
         torch.testing.assert_close(results["looped"].last_loss, results[other].last_loss, rtol=1e-4, atol=1e-5)
         if isinstance(opt, SGD):
             torch.testing.assert_close(results["looped"].opt_state, results[other].opt_state, rtol=1e-4, atol=1e-5)
@@ -145,10 +145,29 @@ def test_chunk_size_follows_the_largest_activation():
 def test_auto_engine_choices():
     cpu, lenet = torch.device("cpu"), LeNetCNN((1, 28, 28), 10)
     assert choose_engine("auto", lenet, cpu) == "looped"
-    assert choose_engine("auto", torch.nn.Linear(3, 1), cpu) == "batched"
-    assert choose_engine("auto", lenet, torch.device("cuda")) == "batched"
+    assert choose_engine("auto", lenet, cpu, batch_size=10) == "grouped"      # one call per layer wins there
+    assert choose_engine("auto", lenet, cpu, batch_size=16) == "looped"
+    assert choose_engine("auto", torch.nn.Linear(3, 1), cpu, batch_size=10) == "batched"
+    assert choose_engine("auto", lenet, torch.device("cuda"), batch_size=10) == "batched"
     with pytest.raises(ConfigError, match="engine='fast'"):
         choose_engine("fast", lenet, cpu)
+    with pytest.raises(ConfigError, match="engine=grouped needs a model .*Linear"):
+        choose_engine("grouped", torch.nn.Linear(3, 1), cpu)
+
+
+def test_grouped_runs_a_meta_step_job_row_by_row():
+    """Per-FedAvg's meta step rewrites the objective, which one call for many rows cannot compute: the grouped
+    engine trains such a job as the looped one does, to the same numbers."""
+    from fedcluster.local_training.terms import MetaStep
+    model_fn, n, x, y, rows, start, *_ = _job(refs=False)
+    opt = SGD(lr=0.05)
+    trainer = LocalTrainer(model_fn(), "classification", opt, epochs=1, batch_size=8, steps=2)
+    sched = trainer.schedule(n[rows], x.shape[1], torch.Generator().manual_seed(3))
+    out = {e: trainer.train(LocalJob(x, y, rows, start, opt.init(start), sched,
+                                     [MetaStep(0.01, 4, "fo", 1e-3, len(rows), next(iter(start.values())))]), e)
+           for e in ("looped", "grouped")}
+    for k in start:
+        assert torch.equal(out["looped"].params[k], out["grouped"].params[k])
 
 
 def test_precision_is_checked_and_bf16_runs(tmp_path):
@@ -210,3 +229,28 @@ def test_a_new_model_never_reads_a_gone_models_activation_size():
         assert ev.chunk_size(letters, x) == ev.CHUNK_BUDGET["cpu"] // (32 * 28 * 28 * 4), (id(letters) == gone)
         del letters
         gc.collect()
+
+
+@pytest.mark.parametrize("name", ["lenet", "genconv", "fedavg_cnn", "letters_cnn", "cifar_cnn"])
+def test_forward_rows_is_each_models_own_forward(name):
+    """models/grouped.py: R stacked models on their own batches in one call per layer give each model's own
+    logits and features (the grouped engine's forward), for every CNN without batch norm or dropout; one with
+    them says which layer it cannot run."""
+    from torch.func import functional_call
+    from conftest import make_cfg
+    from fedcluster.assemble import make
+    cfg = make_cfg([f"model={name}", "dataset=fashion_mnist"] + (["dataset=cifar10"] if name == "cifar_cnn" else []))
+    shape = (3, 32, 32) if name == "cifar_cnn" else (1, 28, 28)
+    build = lambda: make(cfg.model, in_shape=shape, num_outputs=10)   # noqa: E731
+    model = build()
+    assert model.rows_unsupported() is None
+    R, B = 3, 4
+    stack = init_stack(build, R, seed=5, device="cpu", dtype=torch.float32)
+    x = torch.randn(R, B, *shape, generator=torch.Generator().manual_seed(1))
+    out, feats = model.forward_rows(stack, x, with_features=True)
+    for r in range(R):
+        own, own_feats = functional_call(model, {k: v[r] for k, v in stack.items()}, (x[r],), {"with_features": True})
+        torch.testing.assert_close(out[r], own, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(feats[r], own_feats, rtol=1e-5, atol=1e-5)
+    bn = make(make_cfg(["model=bn_cnn", "dataset=cifar10"]).model, in_shape=(3, 32, 32), num_outputs=10)
+    assert bn.rows_unsupported() == "BatchNorm2d"
