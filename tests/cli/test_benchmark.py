@@ -196,3 +196,17 @@ def test_the_estimate_benchmark_runs_in_its_smoke_form(fake_root):
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert [r["workload"] for r in rows] == ["b", "c"]
     assert all(r["predicted_seconds_per_round"] > 0 and r["measured_seconds_per_round"] > 0 for r in rows)
+
+
+def test_grouped_step_benchmark_smoke_form():
+    """benchmarks/grouped_step.py (the measurement behind engine=auto's grouped choice) runs in its --smoke form:
+    both formulations on the same copies give the same gradients; a bad count is refused with exit 2."""
+    script = SCRIPT.parent / "grouped_step.py"
+    out = subprocess.run([sys.executable, str(script), "--smoke"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["model"], r["batch"], r["rows"]) for r in rows] == [("lenet", 4, 2), ("genconv", 3, 3)]
+    for r in rows:
+        assert r["max_grad_difference"] < 1e-4 and r["looped_ms"] > 0 and r["grouped_ms"] > 0
+    bad = subprocess.run([sys.executable, str(script), "--repeats", "0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--repeats 0" in bad.stderr and "allowed >= 1" in bad.stderr
