@@ -107,10 +107,11 @@ class LocalTrainer:
         whose clients finish early never idles a core while others still train (client sizes
         are skewed). Rows share nothing, so each row's numbers do not depend on the split; the
         parts update disjoint rows of the stacked tensors in place."""
+        mode = gradient_mode(engine)   # an unknown name is refused before anything else
         objective, optimizer = self.objective_for(job), self.optimizer_for(job)
         if engine == "grouped" and not objective.rows_at_once:
             engine = "looped"   # a term rewrites the objective (Per-FedAvg's meta step): the same math, row by row
-        mode = gradient_mode(engine)
+            mode = gradient_mode(engine)
         params, buffers = self.split(job.start)
         if buffers and engine not in HANDLES_BUFFERS:
             raise ValueError(f"the {engine} engine does not train models with buffers (batch norm); "
