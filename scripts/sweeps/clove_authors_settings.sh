@@ -12,12 +12,7 @@
 #   python scripts/archive_runs.py RUNS_DIR/first_round_ls docs/results/clove_authors_code_runs/first_round_random/label_skews
 #   (and first_round_images, test_split_ls, test_split_images likewise)
 set -u
-runs=${1:-/work/runs}; frozen_rev=${FROZEN:-ebef5cb}
-repo=$(cd "$(dirname "$0")/../.." && pwd); frozen="$runs/frozen_$frozen_rev"
-[ -d "$frozen" ] || git -C "$repo" worktree add "$frozen" "$frozen_rev"
-cd "$frozen"
-export PYTHONPATH="$frozen" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PY=${PYTHON:-python}
+. "$(dirname "$0")/frozen_worktree.sh" "${1:-}" ebef5cb
 for seed in 0 1 2; do
   $PY -m fedcluster -m +preset=clove/label_skews_3_4 algorithm=clove,ifca seed=$seed algorithm.first_round=random \
     hydra.sweep.dir="$runs/first_round_ls"

@@ -10,12 +10,7 @@
 #   python scripts/archive_runs.py RUNS_DIR/baselines_ls docs/results/clove_authors_code_runs/baselines_label_skews
 # and add both folders to docs/cells.yaml's runs.
 set -u
-runs=${1:-/work/runs}; frozen_rev=${FROZEN:-$(git -C "$(dirname "$0")" rev-parse --short HEAD)}
-repo=$(cd "$(dirname "$0")/../.." && pwd); frozen="$runs/frozen_$frozen_rev"
-[ -d "$frozen" ] || git -C "$repo" worktree add "$frozen" "$frozen_rev"
-cd "$frozen"
-export PYTHONPATH="$frozen" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PY=${PYTHON:-python}
+. "$(dirname "$0")/frozen_worktree.sh" "${1:-}"
 # Cheapest first, so that cells reach 3 seeds early: a seed-0 label skew 1 run took 136-536 s for the first six
 # (summary.json wall_time_s, AMD EPYC, one thread), FedALA 4,433 s and FeSEM 8,135 s.
 for baselines in perfedavg,fedproto,fedpac,cfl,flexcfl,pacfl fedala fesem; do

@@ -8,11 +8,6 @@
 #   bash scripts/sweeps/clove_cluster_seed.sh [RUNS_DIR]     (default /work/runs)
 # Then: python scripts/archive_runs.py RUNS_DIR/cluster_seed docs/results/clove_authors_code_runs/cluster_seed
 set -u
-runs=${1:-/work/runs}; frozen_rev=${FROZEN:-ac90e88}
-repo=$(cd "$(dirname "$0")/../.." && pwd); frozen="$runs/frozen_$frozen_rev"
-[ -d "$frozen" ] || git -C "$repo" worktree add "$frozen" "$frozen_rev"
-cd "$frozen"
-export PYTHONPATH="$frozen" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PY=${PYTHON:-python}
+. "$(dirname "$0")/frozen_worktree.sh" "${1:-}" ac90e88
 $PY -m fedcluster -m +preset=clove/label_skews_3_4 partition=label_skew4,label_skew3 algorithm=fedavg,local,clove \
   seed=0 partition.cluster_seed=0 hydra.sweep.dir="$runs/cluster_seed"

@@ -8,12 +8,7 @@
 # Then: python scripts/archive_runs.py RUNS_DIR/unsupervised docs/results/clove_authors_code_runs/unsupervised
 # and add that folder to docs/cells.yaml's runs.
 set -u
-runs=${1:-/work/runs}; frozen_rev=${FROZEN:-$(git -C "$(dirname "$0")" rev-parse --short HEAD)}
-repo=$(cd "$(dirname "$0")/../.." && pwd); frozen="$runs/frozen_$frozen_rev"
-[ -d "$frozen" ] || git -C "$repo" worktree add "$frozen" "$frozen_rev"
-cd "$frozen"
-export PYTHONPATH="$frozen" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PY=${PYTHON:-python}
+. "$(dirname "$0")/frozen_worktree.sh" "${1:-}"
 for seed in 0 1 2; do
   $PY -m fedcluster -m +preset=clove/unsupervised algorithm=fedavg,local,clove,ifca seed=$seed \
     hydra.sweep.dir="$runs/unsupervised"

@@ -14,12 +14,7 @@
 # (the runs stay out of the repository: 1,000 clients' rows make each metrics.csv 6 MB; privacy_records.json keeps
 # what the page reads of each, by run_id, and `fedcluster-report privacy --records` renders the page again)
 set -u
-runs=${1:-/work/runs}; frozen_rev=${FROZEN:-$(git -C "$(dirname "$0")" rev-parse --short HEAD)}
-repo=$(cd "$(dirname "$0")/../.." && pwd); frozen="$runs/frozen_$frozen_rev"
-[ -d "$frozen" ] || git -C "$repo" worktree add "$frozen" "$frozen_rev"
-cd "$frozen"
-export PYTHONPATH="$frozen" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PY=${PYTHON:-python}
+. "$(dirname "$0")/frozen_worktree.sh" "${1:-}"
 ROUNDS=100
 SETTING=(dataset=fashion_mnist 'dataset.distributions=[{rotation:0}]' partition=concept_shift
          partition.num_clients=1000 partition.samples_per_client=50 partition.test_samples_per_client=10
