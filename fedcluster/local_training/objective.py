@@ -59,9 +59,8 @@ class Objective:
     def from_outputs(self, params, out, feats, y, valid, data, penalties=True):
         """The row's objective and mean data loss from its model outputs (and the representation the last layer
         read, where a term reads features): what `plain` computes after its forward pass, also for outputs that
-        many rows computed in one call (local_training/gradient_modes.py `grouped`)."""
-        if self.keep is not None:
-            params = {k: v if k in self.keep else v.detach() for k, v in params.items()}
+        many rows computed in one call (local_training/gradient_modes.py `grouped`, whose frozen parameters never
+        require a gradient, as `__call__` detaches them here)."""
         terms = self.terms
         if self.features:
             feats = full_precision(feats)
